@@ -20,8 +20,8 @@ class Problem:
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file
-        field = f" [{self.field}]" if self.field else ""
-        return f"{where}:{field} {self.message}"
+        field = f"{self.field}: " if self.field else ""
+        return f"{where}: {field}{self.message}" if where else f"{field}{self.message}"
 
 
 class CockpitError(Exception):

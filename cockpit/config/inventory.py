@@ -139,7 +139,11 @@ def _named(data: dict[str, Any], section: str) -> dict[str, Any]:
 def _load_clusters(root: Path) -> tuple[ClustersFile | None, TomlSource | None, list[Problem]]:
     path = root / CLUSTERS_FILE
     if not path.is_file():
-        return None, None, [Problem(str(path), None, "", "missing: the inventory needs clusters.toml")]
+        return (
+            None,
+            None,
+            [Problem(str(path), None, "", "missing: the inventory needs clusters.toml")],
+        )
     try:
         src = read_toml(path)
     except InputError as exc:
@@ -150,7 +154,10 @@ def _load_clusters(root: Path) -> tuple[ClustersFile | None, TomlSource | None, 
     except ValidationError as exc:
         return None, src, pydantic_problems(src, ClustersFile, exc)
     problems = [
-        src.problem(("clusters", cname, "nodes"), f"unknown node {node!r} (known: {', '.join(parsed.nodes)})")
+        src.problem(
+            ("clusters", cname, "nodes"),
+            f"unknown node {node!r} (known: {', '.join(parsed.nodes)})",
+        )
         for cname, cluster in parsed.clusters.items()
         for node in cluster.nodes
         if node not in parsed.nodes
@@ -158,9 +165,7 @@ def _load_clusters(root: Path) -> tuple[ClustersFile | None, TomlSource | None, 
     return parsed, src, problems
 
 
-def _load_recipe(
-    path: Path, clusters: dict[str, Cluster]
-) -> tuple[Recipe | None, list[Problem]]:
+def _load_recipe(path: Path, clusters: dict[str, Cluster]) -> tuple[Recipe | None, list[Problem]]:
     try:
         src = read_toml(path)
     except InputError as exc:
@@ -172,7 +177,10 @@ def _load_recipe(
     problems = check_recipe(recipe, src, clusters)
     if recipe.lane.name != path.stem:
         problems.append(
-            src.problem(("lane", "name"), f"lane name {recipe.lane.name!r} must match the file name {path.stem!r}")
+            src.problem(
+                ("lane", "name"),
+                f"lane name {recipe.lane.name!r} must match the file name {path.stem!r}",
+            )
         )
     return (None if problems else recipe), problems
 

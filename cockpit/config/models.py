@@ -69,7 +69,9 @@ class Fabric(StrEnum):
 class NcclBlock(Strict):
     """The cluster's RDMA wiring: which HCAs, GID index and socket interface NCCL must use."""
 
-    hcas: list[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_:.-]+$")]] = Field(min_length=1)
+    hcas: list[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_:.-]+$")]] = Field(
+        min_length=1
+    )
     gid_index: int = Field(ge=0, le=255)
     socket_ifname: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]+$")]
     env: dict[EnvKey, str] = Field(default_factory=dict)
@@ -122,7 +124,9 @@ class Lane(Strict):
     description: str = ""
     nodes: int = Field(ge=1, le=64, description="nodes the lane spans")
     gpus_per_node: int = Field(default=1, ge=1, le=8)
-    clusters: list[Name] = Field(min_length=1, description="clusters it may run on; first = default")
+    clusters: list[Name] = Field(
+        min_length=1, description="clusters it may run on; first = default"
+    )
 
     @property
     def tensor_parallel_size(self) -> int:
@@ -177,7 +181,9 @@ class ModelFacts(Strict):
         return "models--" + self.repo.replace("/", "--")
 
     def snapshot_path(self, cache_root: str) -> str:
-        return str(PurePosixPath(cache_root, "hub", self.cache_dir_name, "snapshots", self.revision))
+        return str(
+            PurePosixPath(cache_root, "hub", self.cache_dir_name, "snapshots", self.revision)
+        )
 
 
 class ServeContract(Strict):

@@ -1,4 +1,4 @@
-"""Cross-field checks that come from the seed's own failures; each returns problems, never raises."""
+"""Cross-field checks born of the seed's own failures; each yields problems, never raises."""
 
 from __future__ import annotations
 
@@ -52,7 +52,9 @@ def check_tensor_parallel(recipe: Recipe, src: TomlSource) -> Iterator[Problem]:
         )
 
 
-def check_clusters(recipe: Recipe, src: TomlSource, clusters: dict[str, Cluster]) -> Iterator[Problem]:
+def check_clusters(
+    recipe: Recipe, src: TomlSource, clusters: dict[str, Cluster]
+) -> Iterator[Problem]:
     for index, name in enumerate(recipe.lane.clusters):
         cluster = clusters.get(name)
         if cluster is None:
@@ -81,16 +83,16 @@ def renders_no_flashinfer_autotune(serve: ServeContract) -> bool:
 
 
 def check_exclusive_flags(recipe: Recipe, src: TomlSource) -> Iterator[Problem]:
-    """Flags vLLM refuses together, caught before a 40-minute boot ends in a ValueError (seed §1)."""
+    """Flags vLLM refuses together, caught before a long boot ends in a ValueError (seed §1)."""
     serve = recipe.serve
     if renders_no_flashinfer_autotune(serve) and "enable_flashinfer_autotune" in (
         serve.kernel_config or {}
     ):
         yield src.problem(
             ("serve", "kernel_config"),
-            "kernel_config.enable_flashinfer_autotune conflicts with --no-enable-flashinfer-autotune "
-            "(the engine dies with a ValueError after loading): keep one, drop "
-            "enable_flashinfer_autotune from kernel_config",
+            "kernel_config.enable_flashinfer_autotune conflicts with "
+            "--no-enable-flashinfer-autotune (the engine dies with a ValueError after loading): "
+            "drop enable_flashinfer_autotune from kernel_config",
         )
     typed = {name.replace("_", "-") for name in ServeContract.model_fields} - {"extra-args"}
     for flag in serve.extra_args:
@@ -116,7 +118,8 @@ def check_env(recipe: Recipe, src: TomlSource) -> Iterator[Problem]:
         if key in dropped:
             yield src.problem(
                 ("env", key),
-                f"{key} is dropped by a documented deviation ({dropped[key].why}); remove it from [env]",
+                f"{key} is dropped by a documented deviation ({dropped[key].why}); "
+                "remove it from [env]",
             )
         elif key in NCCL_BLOCK_KEYS:
             yield src.problem(
@@ -140,7 +143,8 @@ def check_image(recipe: Recipe, src: TomlSource) -> Iterator[Problem]:
     if not is_digest_ref(recipe.image.ref):
         yield src.problem(
             ("image", "ref"),
-            f"image must be referenced by digest (repo@sha256:<hex>), tags move: got {recipe.image.ref!r}",
+            "image must be referenced by digest (repo@sha256:<hex>), tags move: "
+            f"got {recipe.image.ref!r}",
         )
 
 
