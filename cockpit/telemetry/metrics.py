@@ -1,0 +1,386 @@
+"""vLLM Prometheus `/metrics` text → `EngineMetrics` snapshots, and windows between two snapshots.
+
+Parsing goes through `prometheus_client`'s text parser. Samples are then looked up by their exposed
+name (`vllm:prompt_tokens_total`, `..._bucket`), so typed and untyped expositions both work, and
+summed over label sets (several engines of one server, data parallel). Old and new names are both
+accepted (`kv_cache_usage_perc`/`gpu_cache_usage_perc`, `inter_token_latency_seconds`/
+`time_per_output_token_seconds`).
+
+Rates and quantiles are windowed: the difference of two snapshots, as Prometheus' `rate()` and
+`histogram_quantile()` would compute them, with a counter that went down (server restart) counted
+from zero.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from prometheus_client.parser import text_string_to_metric_families
+
+QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.95, 0.99)
+
+_HISTOGRAMS: dict[str, tuple[str, ...]] = {
+    "ttft": ("vllm:time_to_first_token_seconds",),
+    "itl": ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"),
+    "e2e": ("vllm:e2e_request_latency_seconds",),
+    "queue": ("vllm:request_queue_time_seconds",),
+    "prefill": ("vllm:request_prefill_time_seconds",),
+    "decode": ("vllm:request_decode_time_seconds",),
+}
+_COUNTERS: dict[str, str] = {
+    "prompt_tokens": "vllm:prompt_tokens",
+    "generation_tokens": "vllm:generation_tokens",
+    "prompt_tokens_cached": "vllm:prompt_tokens_cached",
+    "prefix_cache_queries": "vllm:prefix_cache_queries",
+    "prefix_cache_hits": "vllm:prefix_cache_hits",
+    "preemptions": "vllm:num_preemptions",
+    "spec_drafts": "vllm:spec_decode_num_drafts",
+    "spec_draft_tokens": "vllm:spec_decode_num_draft_tokens",
+    "spec_accepted_tokens": "vllm:spec_decode_num_accepted_tokens",
+}
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Cumulative buckets `(upper_bound, count)` sorted by bound, the last one `+Inf`."""
+
+    buckets: tuple[tuple[float, float], ...]
+    count: float
+    sum: float
+
+    def quantile(self, q: float) -> float | None:
+        """Prometheus `histogram_quantile`: linear within the bucket; None when empty."""
+        if not self.buckets or self.buckets[-1][1] <= 0 or not 0.0 <= q <= 1.0:
+            return None
+        rank = q * self.buckets[-1][1]
+        lower_bound, lower_count = 0.0, 0.0
+        for bound, cumulative in self.buckets:
+            if cumulative >= rank and cumulative > lower_count:
+                if math.isinf(bound):
+                    return lower_bound  # the highest finite bound, as Prometheus does
+                fraction = (rank - lower_count) / (cumulative - lower_count)
+                return lower_bound + (bound - lower_bound) * fraction
+            lower_bound, lower_count = bound, cumulative
+        return lower_bound
+
+    @property
+    def mean(self) -> float | None:
+        return self.sum / self.count if self.count > 0 else None
+
+    def since(self, earlier: Histogram | None) -> Histogram:
+        """The observations made after `earlier`; all of them if the histogram was reset."""
+        if earlier is None or self.count < earlier.count:
+            return self
+        before = dict(earlier.buckets)
+        deltas = tuple((b, c - before.get(b, 0.0)) for b, c in self.buckets)
+        if any(d < 0 for _, d in deltas) or set(before) - {b for b, _ in self.buckets}:
+            return self
+        return Histogram(deltas, self.count - earlier.count, self.sum - earlier.sum)
+
+
+def merge_histograms(histograms: Iterable[Histogram | None]) -> Histogram | None:
+    """Merge by adding buckets (the right way to aggregate percentiles across replicas).
+
+    With differing bucket layouts each histogram contributes, at every bound of the union, its
+    cumulative count at its own largest bound not above it (a conservative merge).
+    """
+    present = [h for h in histograms if h is not None]
+    if not present:
+        return None
+    bounds = sorted({b for h in present for b, _ in h.buckets})
+    merged: list[tuple[float, float]] = []
+    for bound in bounds:
+        total = 0.0
+        for h in present:
+            total += max((c for b, c in h.buckets if b <= bound), default=0.0)
+        merged.append((bound, total))
+    return Histogram(tuple(merged), sum(h.count for h in present), sum(h.sum for h in present))
+
+
+@dataclass(frozen=True)
+class EngineMetrics:
+    """One scrape of one (or, merged, several) vLLM servers; counters are cumulative totals.
+
+    `at` is the caller's clock (seconds) at scrape time, used only to compute rates.
+    """
+
+    at: float
+    model_names: tuple[str, ...] = ()
+    requests_running: float | None = None
+    requests_waiting: float | None = None
+    kv_cache_usage: float | None = None  # 0..1
+    prompt_tokens: float | None = None
+    generation_tokens: float | None = None
+    prompt_tokens_cached: float | None = None
+    prefix_cache_queries: float | None = None
+    prefix_cache_hits: float | None = None
+    preemptions: float | None = None
+    spec_drafts: float | None = None
+    spec_draft_tokens: float | None = None
+    spec_accepted_tokens: float | None = None
+    spec_accepted_per_position: Mapping[int, float] = field(default_factory=dict)
+    request_success: Mapping[str, float] = field(default_factory=dict)  # by finished_reason
+    ttft: Histogram | None = None
+    itl: Histogram | None = None
+    e2e: Histogram | None = None
+    queue: Histogram | None = None
+    prefill: Histogram | None = None
+    decode: Histogram | None = None
+    block_size: int | None = None
+    num_gpu_blocks: int | None = None
+    kv_cache_memory_bytes: int | None = None
+    engines: int = 1
+
+    @property
+    def pool_tokens(self) -> int | None:
+        """KV pool size in tokens (block_size × num_gpu_blocks from `cache_config_info`)."""
+        if self.block_size is None or self.num_gpu_blocks is None:
+            return None
+        return self.block_size * self.num_gpu_blocks
+
+    @property
+    def requests_finished(self) -> float | None:
+        return sum(self.request_success.values()) if self.request_success else None
+
+
+@dataclass(frozen=True)
+class Quantiles:
+    """Latency quantiles (seconds) over a window, from histogram bucket deltas."""
+
+    count: float
+    mean: float | None
+    p50: float | None
+    p90: float | None
+    p95: float | None
+    p99: float | None
+
+
+@dataclass(frozen=True)
+class EngineWindow:
+    """What happened between two snapshots: rates per second, ratios 0..1, quantiles."""
+
+    seconds: float
+    reset: bool
+    prompt_tps: float | None
+    generation_tps: float | None
+    requests_per_s: float | None
+    prefix_hit_rate: float | None
+    spec_acceptance_rate: float | None
+    spec_mean_acceptance_length: float | None
+    preemptions: float | None
+    ttft: Quantiles | None
+    itl: Quantiles | None
+    e2e: Quantiles | None
+    queue: Quantiles | None
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(float(text)) if text not in (None, "", "None") else None
+    except ValueError:
+        return None
+
+
+def _samples(text: str) -> list[tuple[str, dict[str, str], float]]:
+    """All samples in `text`; on a malformed exposition, parse line by line and skip bad lines."""
+    try:
+        return [
+            (s.name, dict(s.labels), float(s.value))
+            for fam in text_string_to_metric_families(text)
+            for s in fam.samples
+        ]
+    except Exception:  # the library raises several types on malformed input
+        out: list[tuple[str, dict[str, str], float]] = []
+        for line in text.splitlines():
+            if not line.strip() or line.startswith("#"):
+                continue
+            try:
+                for fam in text_string_to_metric_families(line + "\n"):
+                    out.extend((s.name, dict(s.labels), float(s.value)) for s in fam.samples)
+            except Exception:
+                continue
+        return out
+
+
+def parse_metrics(text: str, at: float = 0.0, model_name: str | None = None) -> EngineMetrics:
+    """Parse a `/metrics` body; `model_name` keeps only that model's samples when given."""
+    by_name: dict[str, list[tuple[dict[str, str], float]]] = defaultdict(list)
+    models: set[str] = set()
+    for name, labels, value in _samples(text):
+        if not name.startswith("vllm:") or math.isnan(value):
+            continue
+        if model_name is not None and labels.get("model_name", model_name) != model_name:
+            continue
+        if "model_name" in labels:
+            models.add(labels["model_name"])
+        by_name[name].append((labels, value))
+
+    def total(*names: str) -> float | None:
+        for name in names:
+            if name in by_name:
+                return sum(v for _, v in by_name[name])
+        return None
+
+    def counter(base: str) -> float | None:
+        return total(base + "_total", base)
+
+    def by_label(base: str, label: str) -> dict[str, float]:
+        out: dict[str, float] = defaultdict(float)
+        for labels, value in by_name.get(base + "_total", by_name.get(base, [])):
+            if label in labels:
+                out[labels[label]] += value
+        return dict(out)
+
+    def histogram(*bases: str) -> Histogram | None:
+        for base in bases:
+            rows = by_name.get(base + "_bucket")
+            if not rows:
+                continue
+            buckets: dict[float, float] = defaultdict(float)
+            for labels, value in rows:
+                try:
+                    buckets[float(labels.get("le", "nan"))] += value
+                except ValueError:
+                    continue
+            buckets.pop(math.nan, None)
+            ordered = tuple(sorted((b, c) for b, c in buckets.items() if not math.isnan(b)))
+            return Histogram(ordered, total(base + "_count") or 0.0, total(base + "_sum") or 0.0)
+        return None
+
+    usage_rows = by_name.get("vllm:kv_cache_usage_perc") or by_name.get(
+        "vllm:gpu_cache_usage_perc", []
+    )
+    cache_rows = [labels for labels, _ in by_name.get("vllm:cache_config_info", [])]
+    blocks = [_int(c.get("num_gpu_blocks")) for c in cache_rows]
+    memory = [_int(c.get("kv_cache_memory_bytes")) for c in cache_rows]
+    engines = {labels.get("engine") for rows in by_name.values() for labels, _ in rows}
+    per_pos = by_label("vllm:spec_decode_num_accepted_tokens_per_pos", "position")
+    return EngineMetrics(
+        at=at,
+        model_names=tuple(sorted(models)),
+        requests_running=total("vllm:num_requests_running"),
+        requests_waiting=total("vllm:num_requests_waiting"),
+        kv_cache_usage=(sum(v for _, v in usage_rows) / len(usage_rows)) if usage_rows else None,
+        **{attr: counter(base) for attr, base in _COUNTERS.items()},
+        spec_accepted_per_position={int(k): v for k, v in per_pos.items() if k.isdigit()},
+        request_success=by_label("vllm:request_success", "finished_reason"),
+        **{attr: histogram(*bases) for attr, bases in _HISTOGRAMS.items()},
+        block_size=_int(cache_rows[0].get("block_size")) if cache_rows else None,
+        num_gpu_blocks=sum(b for b in blocks if b) if any(blocks) else None,
+        kv_cache_memory_bytes=sum(m for m in memory if m) if any(memory) else None,
+        engines=max(len(engines - {None}), 1),
+    )
+
+
+def _delta(cur: float | None, prev: float | None) -> tuple[float | None, bool]:
+    """Counter increase; a decrease means the server restarted, so count from zero."""
+    if cur is None:
+        return None, False
+    if prev is None:
+        return None, False
+    return (cur, True) if cur < prev else (cur - prev, False)
+
+
+def _quantiles(cur: Histogram | None, prev: Histogram | None) -> Quantiles | None:
+    if cur is None:
+        return None
+    window = cur.since(prev)
+    if window.count <= 0:
+        return None
+    q = {p: window.quantile(p) for p in QUANTILES}
+    return Quantiles(window.count, window.mean, q[0.5], q[0.9], q[0.95], q[0.99])
+
+
+def window(prev: EngineMetrics, cur: EngineMetrics) -> EngineWindow:
+    """Rates, ratios and latency quantiles between two snapshots of the same endpoint(s)."""
+    seconds = cur.at - prev.at
+    resets: list[bool] = []
+
+    def delta(attr: str) -> float | None:
+        value, reset = _delta(getattr(cur, attr), getattr(prev, attr))
+        resets.append(reset)
+        return value
+
+    def rate(value: float | None) -> float | None:
+        return value / seconds if value is not None and seconds > 0 else None
+
+    def ratio(num: float | None, den: float | None) -> float | None:
+        return num / den if num is not None and den else None
+
+    prompt, gen = delta("prompt_tokens"), delta("generation_tokens")
+    queries, hits = delta("prefix_cache_queries"), delta("prefix_cache_hits")
+    drafts, drafted = delta("spec_drafts"), delta("spec_draft_tokens")
+    accepted = delta("spec_accepted_tokens")
+    finished = delta("requests_finished")
+    preemptions = delta("preemptions")
+    return EngineWindow(
+        seconds=seconds,
+        reset=any(resets),
+        prompt_tps=rate(prompt),
+        generation_tps=rate(gen),
+        requests_per_s=rate(finished),
+        prefix_hit_rate=ratio(hits, queries),
+        spec_acceptance_rate=ratio(accepted, drafted),
+        spec_mean_acceptance_length=(
+            1.0 + accepted / drafts if accepted is not None and drafts else None
+        ),
+        preemptions=preemptions,
+        ttft=_quantiles(cur.ttft, prev.ttft),
+        itl=_quantiles(cur.itl, prev.itl),
+        e2e=_quantiles(cur.e2e, prev.e2e),
+        queue=_quantiles(cur.queue, prev.queue),
+    )
+
+
+def _sum(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
+
+
+def merge_metrics(snapshots: Sequence[EngineMetrics]) -> EngineMetrics | None:
+    """Aggregate several endpoints scraped at about the same time into one snapshot.
+
+    Counters and request gauges add up, histograms merge by buckets, KV usage is weighted by
+    pool size when known (else a plain mean). `at` is the latest scrape time.
+    """
+    if not snapshots:
+        return None
+
+    def add(attr: str) -> float | None:
+        return _sum([getattr(s, attr) for s in snapshots])
+
+    def add_maps(attr: str) -> dict:
+        out: dict = defaultdict(float)
+        for s in snapshots:
+            for k, v in getattr(s, attr).items():
+                out[k] += v
+        return dict(out)
+
+    usages = [(s.kv_cache_usage, s.pool_tokens) for s in snapshots if s.kv_cache_usage is not None]
+    if usages and all(w for _, w in usages):
+        usage = sum(u * w for u, w in usages) / sum(w for _, w in usages)  # type: ignore[operator]
+    else:
+        usage = sum(u for u, _ in usages) / len(usages) if usages else None
+    first = snapshots[0]
+    same_blocks = all(s.block_size == first.block_size for s in snapshots)
+    blocks = [s.num_gpu_blocks for s in snapshots]
+    memory = [s.kv_cache_memory_bytes for s in snapshots]
+    return replace(
+        first,
+        at=max(s.at for s in snapshots),
+        model_names=tuple(sorted({m for s in snapshots for m in s.model_names})),
+        requests_running=add("requests_running"),
+        requests_waiting=add("requests_waiting"),
+        kv_cache_usage=usage,
+        spec_accepted_per_position=add_maps("spec_accepted_per_position"),
+        request_success=add_maps("request_success"),
+        block_size=first.block_size if same_blocks else None,
+        num_gpu_blocks=sum(blocks) if same_blocks and None not in blocks else None,  # type: ignore[arg-type]
+        kv_cache_memory_bytes=sum(memory) if None not in memory else None,  # type: ignore[arg-type]
+        engines=sum(s.engines for s in snapshots),
+        **{attr: add(attr) for attr in _COUNTERS},
+        **{attr: merge_histograms(getattr(s, attr) for s in snapshots) for attr in _HISTOGRAMS},
+    )
