@@ -42,7 +42,7 @@ def main() -> None:
     """Console-script entry: CockpitError becomes one line on stderr and its exit code."""
     _register()
     try:
-        cli.main(standalone_mode=False)
+        result = cli.main(standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
@@ -57,3 +57,5 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)
+    # With standalone_mode off, click returns ctx.exit()'s code instead of raising.
+    sys.exit(result if isinstance(result, int) else 0)

@@ -1,0 +1,5 @@
+"""`python -m cockpit` runs the CLI."""
+
+from cockpit.cli.main import main
+
+main()

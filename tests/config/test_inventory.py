@@ -1,0 +1,239 @@
+"""The shipped inventory validates, and each of the seed's failure rules catches its broken copy."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from cockpit.config import check_inventory, load_inventory
+from cockpit.config.inventory import PROJECT_RECIPES
+from cockpit.errors import InputError
+from tests.cli_runner import run_cockpit
+
+PRO = "mimo26-pro-mopd-8x-sparkring.toml"
+FLASH4 = "mimo26-flash-mopd-4x-sparkring.toml"
+
+
+@pytest.fixture
+def inventory_copy(tmp_path: Path) -> Path:
+    target = tmp_path / "inv"
+    shutil.copytree(PROJECT_RECIPES, target)
+    return target
+
+
+def edit(path: Path, change: Callable[[str], str]) -> None:
+    text = path.read_text()
+    changed = change(text)
+    assert changed != text, "the edit did not apply"
+    path.write_text(changed)
+
+
+def problems_of(root: Path) -> list[str]:
+    _, problems = check_inventory(root)
+    return [str(p) for p in problems]
+
+
+def line_of(path: Path, needle: str) -> int:
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if needle in line:
+            return number
+    raise AssertionError(needle)
+
+
+def test_shipped_inventory_is_valid() -> None:
+    inventory = load_inventory(PROJECT_RECIPES)
+    assert set(inventory.recipes) >= {
+        "mimo26-flash-mopd-4x-sparkring",
+        "mimo26-flash-mopd-2x-sparkring",
+        "mimo26-pro-mopd-8x-sparkring",
+    }
+    assert set(inventory.clusters) >= {
+        "8nodes-switch",
+        "dgx58-switch",
+        "4nodes-switch",
+        "2nodes-dac",
+    }
+    assert inventory.clusters["8nodes-switch"].nodes == [f"dgx{i}" for i in range(1, 9)]
+    assert inventory.clusters["dgx58-switch"].nodes == ["dgx5", "dgx6", "dgx7", "dgx8"]
+    assert inventory.clusters["2nodes-dac"].nodes == ["dgx1", "dgx2"]
+    dac = inventory.clusters["2nodes-dac"]
+    assert dac.fabric == "direct-pair" and dac.nccl.gid_index == 3
+    assert all(h.endswith("f1") for h in dac.nccl.hcas)
+    assert all(h.endswith("f0") for h in inventory.clusters["dgx58-switch"].nccl.hcas)
+
+
+def test_validate_command_passes_on_shipped_recipes() -> None:
+    result = run_cockpit("--inventory", PROJECT_RECIPES, "validate")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("ok: 4 recipes")
+
+
+def test_tp6_pro_is_rejected_with_the_divide_explanation(inventory_copy: Path) -> None:
+    """Seed §4: MiMo Pro has 128 q / 8 KV heads; TP6 is not buildable."""
+    pro6 = inventory_copy / "mimo26-pro-mopd-6x-sparkring.toml"
+    pro6.write_text(
+        (inventory_copy / PRO)
+        .read_text()
+        .replace('name = "mimo26-pro-mopd-8x-sparkring"', 'name = "mimo26-pro-mopd-6x-sparkring"')
+        .replace("nodes = 8", "nodes = 6")
+        .replace('clusters = ["8nodes-switch"]', 'clusters = ["dgx16"]')
+    )
+    edit(
+        inventory_copy / "clusters.toml",
+        lambda t: (
+            t + '\n[clusters.dgx16]\nnodes = ["dgx1","dgx2","dgx3","dgx4","dgx5","dgx6"]\n'
+            'fabric = "switch"\n[clusters.dgx16.nccl]\nhcas = ["rocep1s0f0"]\ngid_index = 3\n'
+            'socket_ifname = "enp1s0f0np0"\n'
+        ),
+    )
+    problems = problems_of(inventory_copy)
+    assert len(problems) == 1, problems
+    line = line_of(pro6, "nodes = 6")
+    assert problems[0] == (
+        f"{pro6}:{line}: lane.nodes: tensor parallel size 6 does not divide 128 attention heads / "
+        "8 KV heads (vLLM's divide() rejects it at engine build; zero-padding KV heads costs "
+        "quality); use TP in {1, 2, 4, 8}"
+    )
+
+
+def test_node_count_must_match_cluster(inventory_copy: Path) -> None:
+    path = inventory_copy / FLASH4
+    edit(
+        path,
+        lambda t: t.replace(
+            'clusters = ["dgx58-switch", "4nodes-switch"]',
+            'clusters = ["dgx58-switch", "2nodes-dac"]',
+        ),
+    )
+    (problem,) = problems_of(inventory_copy)
+    assert f"{path}:{line_of(path, 'clusters = [')}: lane.clusters:" in problem
+    assert "cluster '2nodes-dac' has 2 nodes but the recipe needs 4" in problem
+
+
+def test_flashinfer_flags_are_mutually_exclusive(inventory_copy: Path) -> None:
+    """Seed §1: --no-enable-flashinfer-autotune + kernel-config autotune = engine ValueError."""
+    path = inventory_copy / FLASH4
+    edit(
+        path,
+        lambda t: t.replace(
+            "[env]", "kernel_config = { enable_flashinfer_autotune = false }\n\n[env]", 1
+        ),
+    )
+    (problem,) = problems_of(inventory_copy)
+    assert f"{path}:{line_of(path, 'kernel_config =')}: serve.kernel_config:" in problem
+    assert "--no-enable-flashinfer-autotune" in problem and "ValueError" in problem
+
+
+def test_dropped_env_key_must_not_reappear(inventory_copy: Path) -> None:
+    path = inventory_copy / FLASH4
+    edit(path, lambda t: t.replace("[env]\n", '[env]\nNCCL_SWITCHLESS_RING_ONLY = "1"\n', 1))
+    (problem,) = problems_of(inventory_copy)
+    assert (
+        f"{path}:{line_of(path, 'NCCL_SWITCHLESS_RING_ONLY = ')}: env.NCCL_SWITCHLESS_RING_ONLY:"
+        in problem
+    )
+    assert "dropped by a documented deviation" in problem
+
+
+def test_nccl_block_keys_come_from_the_cluster(inventory_copy: Path) -> None:
+    path = inventory_copy / FLASH4
+    edit(path, lambda t: t.replace("[env]\n", '[env]\nNCCL_IB_HCA = "mlx5_0"\n', 1))
+    (problem,) = problems_of(inventory_copy)
+    assert "env.NCCL_IB_HCA: NCCL_IB_HCA comes from the cluster's [nccl] block" in problem
+
+
+def test_image_must_be_by_digest(inventory_copy: Path) -> None:
+    path = inventory_copy / FLASH4
+    edit(path, lambda t: t.replace("sparkring@sha256:c977a2d2", "sparkring:latest"))
+    (problem,) = problems_of(inventory_copy)
+    assert (
+        f"{path}:{line_of(path, 'ref = ')}: image.ref: image must be referenced by digest"
+        in problem
+    )
+
+
+def test_max_model_len_within_model_maximum(inventory_copy: Path) -> None:
+    path = inventory_copy / "qwen3-0.6b-2x.toml"
+    edit(path, lambda t: t.replace("max_model_len = 32768", "max_model_len = 65536"))
+    (problem,) = problems_of(inventory_copy)
+    assert "serve.max_model_len: max_model_len 65536 exceeds the model's maximum 40960" in problem
+
+
+def test_unknown_key_names_line_and_suggests(inventory_copy: Path) -> None:
+    path = inventory_copy / FLASH4
+    edit(path, lambda t: t.replace("max_num_seqs = 16", "max_num_seq = 16"))
+    problems = problems_of(inventory_copy)
+    line = line_of(path, "max_num_seq = 16")
+    assert (
+        f"{path}:{line}: serve.max_num_seq: unknown key 'max_num_seq' (did you mean 'max_num_seqs'?)"
+        in problems
+    )
+    assert any("serve.max_num_seqs: required key is missing" in p for p in problems)
+
+
+def test_broken_toml_names_the_line(inventory_copy: Path) -> None:
+    path = inventory_copy / FLASH4
+    edit(path, lambda t: t.replace("max_num_seqs = 16", "max_num_seqs = = 16"))
+    (problem,) = problems_of(inventory_copy)
+    assert re.match(
+        rf"{re.escape(str(path))}:{line_of(path, 'max_num_seqs')}: invalid TOML", problem
+    )
+
+
+def test_hostile_names_are_rejected(inventory_copy: Path) -> None:
+    edit(
+        inventory_copy / "clusters.toml",
+        lambda t: t.replace('host = "dgx3.example.lan"', 'host = "dgx3;reboot"'),
+    )
+    edit(
+        inventory_copy / FLASH4, lambda t: t.replace('VLLM_LM_HEAD_A16 = "1"', '"X;rm -rf /" = "1"')
+    )
+    problems = problems_of(inventory_copy)
+    assert any("nodes.dgx3.host: 'dgx3;reboot' is not allowed here" in p for p in problems)
+    assert any("env.X;rm -rf /" in p for p in problems)
+
+
+def test_validate_lists_every_problem_with_exit_2(inventory_copy: Path) -> None:
+    edit(
+        inventory_copy / FLASH4,
+        lambda t: t.replace("sparkring@sha256:c977a2d2", "sparkring:latest"),
+    )
+    edit(inventory_copy / PRO, lambda t: t.replace("max_num_seqs = 16", "max_num_seqs = -1"))
+    result = run_cockpit("--inventory", inventory_copy, "validate")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 3 and lines[-1].startswith("2 problem(s)")
+    assert "Traceback" not in result.stderr
+
+
+def test_commands_refuse_a_broken_inventory_in_one_line(inventory_copy: Path) -> None:
+    edit(inventory_copy / PRO, lambda t: t.replace("[serve]", "[serve\n"))
+    result = run_cockpit("--inventory", inventory_copy, "lanes")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.count("\n") == 1 and f"{PRO}:" in result.stderr
+
+
+def test_inventory_resolution_env_var(
+    inventory_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    edit(
+        inventory_copy / "clusters.toml",
+        lambda t: t.replace("dgx1.example.lan", "spark-a.example.lan"),
+    )
+    result = run_cockpit(
+        "lanes", "--format", "json", env={"COCKPIT_INVENTORY": str(inventory_copy)}
+    )
+    assert result.returncode == 0, result.stderr
+    monkeypatch.setenv("COCKPIT_INVENTORY", str(inventory_copy))
+    assert load_inventory().nodes["dgx1"].host == "spark-a.example.lan"
+
+
+def test_load_inventory_raises_input_error(inventory_copy: Path) -> None:
+    (inventory_copy / "clusters.toml").unlink()
+    with pytest.raises(InputError, match="clusters.toml: missing"):
+        load_inventory(inventory_copy)
