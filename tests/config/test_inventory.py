@@ -235,5 +235,5 @@ def test_inventory_resolution_env_var(
 
 def test_load_inventory_raises_input_error(inventory_copy: Path) -> None:
     (inventory_copy / "clusters.toml").unlink()
-    with pytest.raises(InputError, match="clusters.toml: missing"):
+    with pytest.raises(InputError, match=r"clusters\.toml: missing"):
         load_inventory(inventory_copy)

@@ -73,7 +73,7 @@ def test_pro_8x_carries_the_whole_serve_contract_minus_deviations() -> None:
             & env.keys()
         )
 
-        def flag(name: str) -> str:
+        def flag(name: str, argv: list[str] = argv) -> str:
             return argv[argv.index(name) + 1]
 
         assert "ghcr.io/fujitsupolycom/sparkring@sha256:c977a2d2" in words
