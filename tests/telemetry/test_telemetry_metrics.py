@@ -1,0 +1,155 @@
+"""vLLM /metrics → EngineMetrics, windows between snapshots, histogram quantiles, merging."""
+
+import pytest
+
+from cockpit.telemetry.metrics import (
+    Histogram,
+    merge_histograms,
+    merge_metrics,
+    parse_metrics,
+    window,
+)
+
+REAL = "vllm-0.32-cpu/"
+
+
+def test_idle_snapshot_from_real_capture(fixture_text):
+    idle = parse_metrics(fixture_text(REAL + "metrics_idle.txt"), at=0.0)
+    assert idle.model_names == ("tiny-llama",)
+    assert idle.requests_running == 0 and idle.kv_cache_usage == 0
+    assert idle.prompt_tokens == 0 and idle.generation_tokens == 0
+    assert idle.block_size == 128 and idle.num_gpu_blocks == 16384
+    # the same figure the engine logged: "CPU KV cache size: 2,097,152 tokens"
+    assert idle.pool_tokens == 2_097_152
+    assert idle.kv_cache_memory_bytes == 1 << 30
+    assert idle.ttft is not None and idle.ttft.count == 0 and idle.ttft.quantile(0.5) is None
+    assert idle.spec_drafts is None and idle.engines == 1
+
+
+def test_under_load_snapshot_from_real_capture(fixture_text):
+    load = parse_metrics(fixture_text(REAL + "metrics_under_load.txt"), at=10.0)
+    assert load.requests_running == 2 and load.requests_waiting == 0
+    assert load.kv_cache_usage == pytest.approx(0.0012207776353537758)
+    assert load.prompt_tokens == 38930 and load.generation_tokens == 12839
+    assert load.prefix_cache_queries == 38930 and load.prefix_cache_hits == 14848
+    assert load.prompt_tokens_cached == 14848 and load.preemptions == 0
+    assert load.request_success == {
+        "stop": 2,
+        "length": 102,
+        "abort": 0,
+        "error": 0,
+        "repetition": 0,
+    }
+    assert load.requests_finished == 104
+    assert load.ttft.count == 106 and load.itl.count == 12733 and load.e2e.count == 104
+    assert load.queue.count == 104 and load.ttft.buckets[-1] == (float("inf"), 106.0)
+
+
+def test_window_between_real_captures(fixture_text):
+    idle = parse_metrics(fixture_text(REAL + "metrics_idle.txt"), at=100.0)
+    load = parse_metrics(fixture_text(REAL + "metrics_under_load.txt"), at=110.0)
+    w = window(idle, load)
+    assert w.seconds == 10 and not w.reset
+    assert w.prompt_tps == pytest.approx(3893.0) and w.generation_tps == pytest.approx(1283.9)
+    assert w.requests_per_s == pytest.approx(10.4)
+    assert w.prefix_hit_rate == pytest.approx(14848 / 38930)
+    assert w.spec_acceptance_rate is None
+    # TTFT buckets: 44 obs <= 10 ms, 97 <= 20 ms of 106 → p50 interpolates inside (10, 20] ms
+    assert w.ttft.count == 106
+    assert 0.010 < w.ttft.p50 < 0.020
+    assert w.ttft.p50 <= w.ttft.p90 <= w.ttft.p95 <= w.ttft.p99 <= 0.1
+    assert w.ttft.mean == pytest.approx(1.6566505432128906 / 106)
+    assert w.itl.p50 <= w.itl.p99 and w.e2e.count == 104
+
+
+def test_counter_reset_counts_from_zero(fixture_text):
+    load = parse_metrics(fixture_text(REAL + "metrics_under_load.txt"), at=0.0)
+    restarted = parse_metrics(fixture_text(REAL + "metrics_idle.txt"), at=5.0)
+    w = window(load, restarted)
+    assert w.reset
+    assert w.prompt_tps == 0.0 and w.generation_tps == 0.0
+    assert w.ttft is None  # the restarted histogram is empty
+
+
+def test_old_names_two_engines_and_spec_decode(fixture_text):
+    t0 = parse_metrics(fixture_text("metrics_spec_dp2_t0.txt"), at=0.0)
+    t1 = parse_metrics(fixture_text("metrics_spec_dp2_t1.txt"), at=10.0)
+    assert t1.engines == 2
+    assert t1.kv_cache_usage == pytest.approx((0.25 + 0.11) / 2)  # old gpu_cache_usage_perc
+    assert t1.itl is not None  # old time_per_output_token_seconds
+    assert t1.requests_running == 3 and t1.requests_waiting == 1
+    assert t1.pool_tokens == 16 * 39000 * 2
+    assert t1.spec_accepted_per_position[0] == 7054 + 6172
+    w = window(t0, t1)
+    assert w.prompt_tps == pytest.approx((67595 + 8192) / 10)
+    assert w.generation_tps == pytest.approx(71.0)
+    assert w.spec_acceptance_rate == pytest.approx((171 + 236) / (300 + 400))
+    assert w.spec_mean_acceptance_length == pytest.approx(1 + (171 + 236) / (60 + 80))
+    assert w.prefix_hit_rate == pytest.approx(4096 / (67595 + 8192))
+    assert w.preemptions == 1 and w.requests_per_s == pytest.approx(0.3)
+    # the window holds the three new TTFTs only: one of 7.9 s dominates the tail
+    assert w.ttft.count == 3 and 5.0 < w.ttft.p99 <= 10.0 and w.ttft.p50 <= 0.25
+
+
+def test_model_name_filter(fixture_text):
+    text = fixture_text(REAL + "metrics_under_load.txt")
+    assert parse_metrics(text, model_name="other").prompt_tokens is None
+    assert parse_metrics(text, model_name="tiny-llama").prompt_tokens == 38930
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # OpenMetrics-style family name without _total in the TYPE line
+        '# TYPE vllm:prompt_tokens counter\nvllm:prompt_tokens_total{model_name="m"} 5.0\n',
+        # untyped exposition
+        'vllm:prompt_tokens_total{model_name="m"} 5.0\n',
+        # a malformed line among good ones is skipped, the rest still parses
+        'vllm:prompt_tokens_total{model_name="m"} 5.0\nthis is { not prometheus\n',
+    ],
+)
+def test_exposition_variants(text):
+    assert parse_metrics(text).prompt_tokens == 5.0
+
+
+@pytest.mark.parametrize("text", ["", "garbage", "<html>502 Bad Gateway</html>", "\x00\xff"])
+def test_garbage_gives_empty_snapshot(text):
+    snap = parse_metrics(text, at=1.0)
+    assert snap.prompt_tokens is None and snap.ttft is None and snap.pool_tokens is None
+    assert window(snap, snap).prompt_tps is None
+
+
+def test_histogram_quantile_matches_prometheus_rules():
+    h = Histogram(((1.0, 10.0), (2.0, 20.0), (float("inf"), 20.0)), 20.0, 25.0)
+    assert h.quantile(0.5) == pytest.approx(1.0)
+    assert h.quantile(0.75) == pytest.approx(1.5)
+    assert h.quantile(0.25) == pytest.approx(0.5)
+    tail = Histogram(((1.0, 1.0), (float("inf"), 10.0)), 10.0, 50.0)
+    assert tail.quantile(0.99) == 1.0  # in the +Inf bucket: the highest finite bound
+
+
+def test_merge_histograms_adds_buckets():
+    a = Histogram(((1.0, 10.0), (float("inf"), 10.0)), 10.0, 5.0)
+    b = Histogram(((1.0, 0.0), (float("inf"), 10.0)), 10.0, 50.0)
+    merged = merge_histograms([a, b, None])
+    assert merged.buckets == ((1.0, 10.0), (float("inf"), 20.0))
+    assert merged.count == 20 and merged.sum == 55
+    # averaging per-replica p90s would give (0.9 + 1.0) / 2; the merged histogram knows better
+    assert merged.quantile(0.9) == 1.0
+    assert merge_histograms([None]) is None
+
+
+def test_merge_endpoints(fixture_text):
+    a0 = parse_metrics(fixture_text(REAL + "metrics_idle.txt"), at=0.0)
+    a1 = parse_metrics(fixture_text(REAL + "metrics_under_load.txt"), at=10.0)
+    b0 = parse_metrics(fixture_text("metrics_spec_dp2_t0.txt"), at=0.5)
+    b1 = parse_metrics(fixture_text("metrics_spec_dp2_t1.txt"), at=10.5)
+    m0, m1 = merge_metrics([a0, b0]), merge_metrics([a1, b1])
+    assert m1.engines == 3 and m1.at == 10.5
+    assert m1.model_names == ("XiaomiMiMo/MiMo-V2.6-Flash-MOPD", "tiny-llama")
+    assert m1.prompt_tokens == a1.prompt_tokens + b1.prompt_tokens
+    assert m1.ttft.count == a1.ttft.count + b1.ttft.count
+    assert m1.block_size is None  # 128 vs 16: no common pool unit
+    w = window(m0, m1)
+    assert w.generation_tps == pytest.approx((12839 + 710) / 10)
+    assert merge_metrics([]) is None
