@@ -244,11 +244,11 @@ def test_boot_progress_percentages(fixture_text):
     for line in lines:
         state = advance(state, line)
         states[line] = state
-    weights = next(s for l, s in states.items() if "5/12" in l)
+    weights = next(s for text, s in states.items() if "5/12" in text)
     assert weights.phase is BootPhase.LOADING_WEIGHTS and weights.percent == 42.0
-    autotune = next(s for l, s in states.items() if "candidate 197/394" in l)
+    autotune = next(s for text, s in states.items() if "candidate 197/394" in text)
     assert autotune.phase is BootPhase.AUTOTUNE and autotune.percent == pytest.approx(50.0)
-    graphs = next(s for l, s in states.items() if "8/35" in l)
+    graphs = next(s for text, s in states.items() if "8/35" in text)
     assert graphs.graph_label == "decode, FULL" and graphs.percent == 23.0
 
 
