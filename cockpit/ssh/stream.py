@@ -3,7 +3,8 @@
 Closing an SSH channel alone does not kill a remote command that does not write (OpenSSH sends no
 SIGHUP without a pty), so every streamed command runs under a small bash supervisor: the command
 gets its own process group, and the group is killed when the channel's stdin reaches EOF (the
-cockpit closed the channel or vanished) or when the session receives TERM/HUP/INT.
+cockpit closed the channel or vanished) or when the session receives TERM/HUP/INT. The supervisor
+reaps what it killed, so no zombie is left to an init that may not reap.
 """
 
 from __future__ import annotations
@@ -26,12 +27,13 @@ _SUPERVISOR = """\
 set -m
 bash -c "$1" </dev/null &
 child=$!
-trap 'kill -TERM -- -$child 2>/dev/null; exit 143' TERM HUP INT PIPE
-{ while read -r _; do :; done; kill -TERM -- -$child 2>/dev/null; } &
+{ while read -r _; do :; done; kill -TERM -- -$child; } >/dev/null 2>&1 &
 watchdog=$!
+trap 'kill -TERM -- -$child -$watchdog 2>/dev/null; wait; exit 143' TERM HUP INT PIPE
 wait "$child"
 status=$?
-kill -- -"$watchdog" 2>/dev/null
+kill -- -$watchdog 2>/dev/null
+wait
 exit "$status"
 """
 

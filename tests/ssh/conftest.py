@@ -48,7 +48,7 @@ async def _pump_in(source: asyncssh.SSHReader[bytes], proc: asyncio.subprocess.P
     """Channel → command stdin; a channel signal is delivered like OpenSSH does; EOF or a
     closed channel reaches the command as EOF on its stdin."""
     assert proc.stdin is not None
-    with contextlib.suppress(Exception):
+    try:
         while True:
             try:
                 data = await source.read(65536)
@@ -60,7 +60,10 @@ async def _pump_in(source: asyncssh.SSHReader[bytes], proc: asyncio.subprocess.P
                 break
             proc.stdin.write(data)
             await proc.stdin.drain()
-    proc.stdin.close()
+    except (asyncssh.Error, OSError):
+        pass
+    finally:
+        proc.stdin.close()
 
 
 async def _bash(sshd: MiniSshd, process: asyncssh.SSHServerProcess[bytes]) -> None:

@@ -70,7 +70,9 @@ async def test_run_timeout_stops_the_command(lab: Lab) -> None:
 
 
 async def _pid_alive(pool: SshPool, node: str, pid: str) -> bool:
-    return (await pool.run(node, ["kill", "-0", pid], timeout=5)).ok
+    """Running on the node; a zombie left to a slow-reaping init counts as gone."""
+    probe = f"kill -0 {int(pid)} && ! grep -qs '^State:[[:space:]]*Z' /proc/{int(pid)}/status"
+    return (await pool.run(node, probe, timeout=5)).ok
 
 
 async def _wait_gone(pool: SshPool, node: str, pid: str, within: float = 3.0) -> bool:
