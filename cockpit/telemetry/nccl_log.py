@@ -18,9 +18,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Literal
 
+# Searched, not anchored: the leftmost match starts at the host prefix when there is one, so a
+# vLLM process tag or other text before it is skipped.
 _LINE_RE = re.compile(
-    r"^(?:(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+)\s+\[(?P<dev>\d+)\]\s+)?"
-    r"(?:(?P<src>[\w./-]+:\d+)\s+)?NCCL (?P<level>INFO|WARN|ERROR|TRACE)\s?(?P<msg>.*)$"
+    r"(?:(?P<host>[^\s:()\[\]]+):(?P<pid>\d+):(?P<tid>\d+)\s+\[(?P<dev>\d+)\]\s+)?"
+    r"(?:(?P<src>[\w./-]+\.\w+:\d+)\s+)?NCCL (?P<level>INFO|WARN|ERROR|TRACE)\b\s?(?P<msg>.*)$"
 )
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -39,14 +41,9 @@ class NcclLine:
 
 def parse_nccl_line(line: str) -> NcclLine | None:
     """Split an NCCL debug line; None for anything that is not one."""
-    text = _ANSI_RE.sub("", line).strip()
-    start = text.find("NCCL ")
-    if start < 0:
-        return None
-    # the host:pid:tid prefix may follow other text (a vLLM process tag); search from its start
-    prefix = re.search(r"[^\s:()]+:\d+:\d+\s+\[\d+\]\s", text)
-    candidate = text[prefix.start() :] if prefix and prefix.start() < start else text[start:]
-    match = _LINE_RE.match(candidate)
+    if "NCCL " not in line:
+        return None  # the cheap test first: log panes feed every line through here
+    match = _LINE_RE.search(_ANSI_RE.sub("", line).strip())
     if not match:
         return None
 
