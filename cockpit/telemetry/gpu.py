@@ -135,8 +135,14 @@ def _split(line: str) -> list[str]:
     return [cell.strip() for cell in line.strip().split(",")]
 
 
+_HEADER_CELL_RE = re.compile(r"^[a-z][a-z0-9_.]*(?:\s*\[[^\]]*\])?$")
+
+
 def _is_header(cells: Sequence[str]) -> bool:
-    return bool(cells) and all(_canonical_field(c) in _GPU_FIELDS for c in cells)
+    """Every cell a query name (known or not, e.g. `pstate`), at least one of them known."""
+    return all(_HEADER_CELL_RE.match(c) for c in cells) and any(
+        _canonical_field(c) in _GPU_FIELDS for c in cells
+    )
 
 
 def _sample(fields: Sequence[str], cells: Sequence[str]) -> GpuSample | None:

@@ -75,6 +75,11 @@ def test_loop_mode_repeated_header_blank_and_garbage_lines(fixture_text):
     assert samples[-1].power_w == 93.01 and samples[-1].clock_sm_mhz == 2405.0
 
 
+def test_unknown_fields_are_ignored_not_fatal():
+    text = "pstate, index, pci.bus_id, utilization.gpu [%]\nP0, 0, 0000000F:01:00.0, 7 %\n"
+    assert parse_query_gpu(text) == [GpuSample(index=0, utilization_pct=7.0)]
+
+
 def test_loop_mode_header_switch_changes_columns():
     stream = GpuCsvStream(["index", "utilization.gpu"])
     assert stream.feed("0, 5") == GpuSample(index=0, utilization_pct=5.0)
