@@ -280,7 +280,6 @@ def parse_metrics(text: str, at: float = 0.0, model_name: str | None = None) -> 
                     buckets[float(labels.get("le", "nan"))] += value
                 except ValueError:
                     continue
-            buckets.pop(math.nan, None)
             ordered = tuple(sorted((b, c) for b, c in buckets.items() if not math.isnan(b)))
             return Histogram(ordered, total(base + "_count") or 0.0, total(base + "_sum") or 0.0)
         return None
@@ -312,9 +311,7 @@ def parse_metrics(text: str, at: float = 0.0, model_name: str | None = None) -> 
 
 def _delta(cur: float | None, prev: float | None) -> tuple[float | None, bool]:
     """Counter increase; a decrease means the server restarted, so count from zero."""
-    if cur is None:
-        return None, False
-    if prev is None:
+    if cur is None or prev is None:
         return None, False
     return (cur, True) if cur < prev else (cur - prev, False)
 
