@@ -123,6 +123,7 @@ class EngineMetrics:
     spec_accepted_tokens: float | None = None
     spec_accepted_per_position: Mapping[int, float] = field(default_factory=dict)
     request_success: Mapping[str, float] = field(default_factory=dict)  # by finished_reason
+    http_requests: Mapping[str, float] = field(default_factory=dict)  # POST/GET by handler path
     ttft: Histogram | None = None
     itl: Histogram | None = None
     e2e: Histogram | None = None
@@ -144,6 +145,11 @@ class EngineMetrics:
     @property
     def requests_finished(self) -> float | None:
         return sum(self.request_success.values()) if self.request_success else None
+
+    @property
+    def http_requests_total(self) -> float | None:
+        """Answered HTTP requests of every handler: did any request reach the server at all?"""
+        return sum(self.http_requests.values()) if self.http_requests else None
 
 
 @dataclass(frozen=True)
@@ -171,6 +177,7 @@ class EngineWindow:
     spec_acceptance_rate: float | None
     spec_mean_acceptance_length: float | None
     preemptions: float | None
+    http_requests: float | None
     ttft: Quantiles | None
     itl: Quantiles | None
     e2e: Quantiles | None
@@ -197,6 +204,7 @@ def _wanted_names() -> frozenset[str]:
         "vllm:cache_config_info",
         "vllm:request_success",
         "vllm:spec_decode_num_accepted_tokens_per_pos",
+        "http_requests",  # the API server's own request counter (per handler)
     }
     return frozenset(names)
 
@@ -209,7 +217,7 @@ def _wanted_lines(text: str) -> str:
     keep: list[str] = []
     for line in text.splitlines():
         body = line[7:] if line.startswith(("# HELP ", "# TYPE ")) else line
-        if not body.startswith("vllm:"):
+        if not body.startswith(("vllm:", "http_requests")):
             continue
         name = body.split("{", 1)[0].split(" ", 1)[0]
         base = next((name[: -len(x)] for x in _SUFFIXES if name.endswith(x)), name)
@@ -245,7 +253,7 @@ def parse_metrics(text: str, at: float = 0.0, model_name: str | None = None) -> 
     by_name: dict[str, list[tuple[dict[str, str], float]]] = defaultdict(list)
     models: set[str] = set()
     for name, labels, value in _samples(text):
-        if not name.startswith("vllm:") or math.isnan(value):
+        if math.isnan(value):
             continue
         if model_name is not None and labels.get("model_name", model_name) != model_name:
             continue
@@ -301,6 +309,7 @@ def parse_metrics(text: str, at: float = 0.0, model_name: str | None = None) -> 
         **{attr: counter(base) for attr, base in _COUNTERS.items()},
         spec_accepted_per_position={int(k): v for k, v in per_pos.items() if k.isdigit()},
         request_success=by_label("vllm:request_success", "finished_reason"),
+        http_requests=by_label("http_requests", "handler"),
         **{attr: histogram(*bases) for attr, bases in _HISTOGRAMS.items()},
         block_size=_int(cache_rows[0].get("block_size")) if cache_rows else None,
         num_gpu_blocks=sum(b for b in blocks if b) if any(blocks) else None,
@@ -360,6 +369,7 @@ def window(prev: EngineMetrics, cur: EngineMetrics) -> EngineWindow:
             1.0 + accepted / drafts if accepted is not None and drafts else None
         ),
         preemptions=preemptions,
+        http_requests=delta("http_requests_total"),
         ttft=_quantiles(cur.ttft, prev.ttft),
         itl=_quantiles(cur.itl, prev.itl),
         e2e=_quantiles(cur.e2e, prev.e2e),
@@ -409,6 +419,7 @@ def merge_metrics(snapshots: Sequence[EngineMetrics]) -> EngineMetrics | None:
         kv_cache_usage=usage,
         spec_accepted_per_position=add_maps("spec_accepted_per_position"),
         request_success=add_maps("request_success"),
+        http_requests=add_maps("http_requests"),
         block_size=first.block_size if same_blocks else None,
         num_gpu_blocks=sum(blocks) if same_blocks and None not in blocks else None,  # type: ignore[arg-type]
         kv_cache_memory_bytes=sum(memory) if None not in memory else None,  # type: ignore[arg-type]

@@ -41,6 +41,8 @@ def test_under_load_snapshot_from_real_capture(fixture_text):
         "repetition": 0,
     }
     assert load.requests_finished == 104
+    assert load.http_requests["/v1/chat/completions"] == 102
+    assert load.http_requests_total == 7 + 102 + 2  # /metrics scrapes are not counted
     assert load.ttft.count == 106 and load.itl.count == 12733 and load.e2e.count == 104
     assert load.queue.count == 104 and load.ttft.buckets[-1] == (float("inf"), 106.0)
 
@@ -54,6 +56,7 @@ def test_window_between_real_captures(fixture_text):
     assert w.requests_per_s == pytest.approx(10.4)
     assert w.prefix_hit_rate == pytest.approx(14848 / 38930)
     assert w.spec_acceptance_rate is None
+    assert w.http_requests > 0
     # TTFT buckets: 44 obs <= 10 ms, 97 <= 20 ms of 106 → p50 interpolates inside (10, 20] ms
     assert w.ttft.count == 106
     assert 0.010 < w.ttft.p50 < 0.020
