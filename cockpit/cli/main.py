@@ -32,9 +32,9 @@ def cli(ctx: click.Context, inventory: Path | None) -> None:
 
 def _register() -> None:
     """Attach the command modules (imported here so `--help` lists every command)."""
-    from cockpit.cli import inventory_cmds
+    from cockpit.cli import inventory_cmds, status_cmd
 
-    for command in inventory_cmds.COMMANDS:
+    for command in [*inventory_cmds.COMMANDS, *status_cmd.COMMANDS]:
         cli.add_command(command)
 
 

@@ -1,0 +1,92 @@
+"""`cockpit status`: the fleet's nodes, GPUs, memory, containers and recipe images, over SSH."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import click
+from rich.console import Console
+from rich.live import Live
+
+from cockpit.config import Inventory, load_inventory
+from cockpit.errors import EXIT_FAILED, EXIT_OK
+from cockpit.ssh.inventory import pool_for
+from cockpit.status import (
+    FleetPoller,
+    FleetStatus,
+    Health,
+    Pace,
+    WantedImage,
+    fleet_status,
+    status_json,
+    status_renderable,
+    wanted_images,
+)
+
+FIRST_ROUND_EXTRA_S = 15.0  # beyond the connect timeout: slow docker queries on a busy node
+WATCH_REFRESH_S = 1.0
+console = Console(highlight=False)
+
+
+def _nodes(inventory: Inventory, cluster: str | None) -> list[str]:
+    return list(inventory.cluster(cluster).nodes if cluster else inventory.nodes)
+
+
+def _stale_after(pace: Pace) -> float:
+    """No line for this long from a connected node means its data is STALE."""
+    return max(3 * pace.gpu_ms / 1000, pace.slow_s + 2.0)
+
+
+async def _collect(
+    inventory: Inventory, nodes: list[str], wanted: list[WantedImage], watch: bool, fmt: str
+) -> FleetStatus:
+    pace = Pace()
+    async with pool_for(inventory, nodes) as pool, FleetPoller(pool, nodes, pace) as poller:
+
+        def snapshot() -> FleetStatus:
+            return fleet_status(
+                poller.links(), poller.facts(), wanted, time.time(), _stale_after(pace)
+            )
+
+        if not watch:
+            await poller.wait_first_round(inventory.ssh.connect_timeout + FIRST_ROUND_EXTRA_S)
+            return snapshot()
+        if fmt == "json":
+            while True:
+                click.echo(json.dumps(status_json(snapshot())))
+                await asyncio.sleep(WATCH_REFRESH_S)
+        with Live(status_renderable(snapshot()), console=console, auto_refresh=False) as live:
+            while True:
+                await asyncio.sleep(WATCH_REFRESH_S)
+                live.update(status_renderable(snapshot()), refresh=True)
+
+
+@click.command()
+@click.option("--cluster", "-c", help="Only the nodes of this cluster.")
+@click.option("--watch", "-w", is_flag=True, help="Refresh live until Ctrl-C.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@click.pass_context
+def status(ctx: click.Context, cluster: str | None, watch: bool, fmt: str) -> None:
+    """Nodes: reachable, GPU, memory (unified-aware), containers by lane, recipe images.
+
+    Exits 1 when a node is not healthy (one-shot mode).
+    """
+    inventory = load_inventory((ctx.obj or {}).get("inventory"))
+    nodes = _nodes(inventory, cluster)
+    recipes = [r for r in inventory.recipes.values() if not cluster or cluster in r.lane.clusters]
+    wanted = wanted_images(recipes)
+    try:
+        result = asyncio.run(_collect(inventory, nodes, wanted, watch, fmt))
+    except KeyboardInterrupt:
+        return
+    if fmt == "json":
+        click.echo(json.dumps(status_json(result), indent=2))
+    else:
+        console.print(status_renderable(result))
+    healthy = all(row.health is Health.OK for row in result.rows)
+    ctx.exit(EXIT_OK if healthy else EXIT_FAILED)
+
+
+COMMANDS = [status]

@@ -1,0 +1,187 @@
+"""The status model: a pure function of collected facts → one row per node, one per image.
+
+No I/O here: link states, facts and the clock come in as values, so every health rule
+(unreachable, stale, down) is testable without SSH.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+from cockpit.ssh.state import Link, NodeState
+from cockpit.status.probe import NodeFacts
+from cockpit.telemetry.docker_out import image_with_digest, image_with_id, lane_of
+from cockpit.telemetry.gpu import MemoryView, node_memory_view
+
+
+class Health(StrEnum):
+    OK = "ok"
+    CONNECTING = "connecting"
+    STALE = "stale"  # connected, but no data lately
+    DOWN = "down"  # unreachable or the link dropped
+
+
+@dataclass(frozen=True)
+class WantedImage:
+    """A recipe image the fleet should hold: by digest (for `docker run`) and by id."""
+
+    ref: str
+    image_id: str
+    recipes: tuple[str, ...]
+
+
+class Presence(StrEnum):
+    DIGEST = "digest"  # present with its RepoDigest: `docker run repo@sha256:…` works
+    ID_ONLY = "id-only"  # loaded without digest (docker save|load): run by digest fails
+    ABSENT = "absent"
+    UNKNOWN = "unknown"  # no image inventory from the node yet
+
+
+@dataclass(frozen=True)
+class ContainerView:
+    name: str
+    image: str
+    status: str
+    lane: str | None
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    node: str
+    health: Health
+    detail: str  # why not OK ("unreachable: …", "no data for 12 s"), or ""
+    data_age_s: float | None  # seconds since the node last sent anything
+    gpu_name: str | None
+    util_pct: float | None
+    temp_c: float | None
+    power_w: float | None
+    sm_mhz: float | None
+    mem_mhz: float | None
+    memory: MemoryView | None
+    containers: tuple[ContainerView, ...] | None
+    failed: tuple[str, ...]  # facts whose tool failed on the node ("ps exit 127")
+
+
+@dataclass(frozen=True)
+class ImageRow:
+    image: WantedImage
+    presence: Mapping[str, Presence]  # node → presence
+
+
+def _age(at: float | None, now: float) -> float | None:
+    return None if at is None else max(now - at, 0.0)
+
+
+def _health(
+    link: NodeState, facts: NodeFacts, now: float, stale_after: float
+) -> tuple[Health, str]:
+    age = _age(facts.heard_at, now)
+    if link.link is Link.UNREACHABLE:
+        down = _age(link.down_since, now)
+        since = f" ({down:.0f} s)" if down is not None and down >= 1 else ""
+        return Health.DOWN, f"unreachable{since}: {link.error}"
+    if link.link is not Link.CONNECTED or age is None:
+        return Health.CONNECTING, "connecting"
+    if age > stale_after:
+        why = f": {facts.probe_error}" if facts.probe_error else ""
+        return Health.STALE, f"no data for {age:.0f} s{why}"
+    return Health.OK, ""
+
+
+def node_row(
+    node: str, link: NodeState, facts: NodeFacts, now: float, stale_after: float
+) -> NodeRow:
+    """One node's row; values are the last known ones even when STALE or DOWN."""
+    health, detail = _health(link, facts, now, stale_after)
+    gpu = facts.gpus[min(facts.gpus)] if facts.gpus else None
+    containers = (
+        None
+        if facts.containers is None
+        else tuple(
+            ContainerView(
+                c.names,
+                c.image,
+                c.status or c.state or "",
+                lane.lane if (lane := lane_of(c.labels)) else None,
+            )
+            for c in facts.containers
+        )
+    )
+    return NodeRow(
+        node=node,
+        health=health,
+        detail=detail,
+        data_age_s=_age(facts.heard_at, now),
+        gpu_name=gpu.name if gpu else None,
+        util_pct=gpu.utilization_pct if gpu else None,
+        temp_c=gpu.temperature_c if gpu else None,
+        power_w=gpu.power_w if gpu else None,
+        sm_mhz=gpu.clock_sm_mhz if gpu else None,
+        mem_mhz=gpu.clock_mem_mhz if gpu else None,
+        memory=node_memory_view(facts.gpus.values(), facts.meminfo, facts.apps),
+        containers=containers,
+        failed=tuple(f"{tag} exit {code}" for tag, code in sorted(facts.failed.items())),
+    )
+
+
+def presence(facts: NodeFacts, image: WantedImage) -> Presence:
+    if facts.images is None:
+        return Presence.UNKNOWN
+    if image_with_digest(facts.images, image.ref) is not None:
+        return Presence.DIGEST
+    if image.image_id and image_with_id(facts.images, image.image_id) is not None:
+        return Presence.ID_ONLY
+    return Presence.ABSENT
+
+
+class _RecipeLike(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def image(self) -> _ImageLike: ...
+
+
+class _ImageLike(Protocol):
+    @property
+    def ref(self) -> str: ...
+    @property
+    def image_id(self) -> str: ...
+
+
+def wanted_images(recipes: Iterable[_RecipeLike]) -> list[WantedImage]:
+    """The distinct recipe images, each with the recipes that use it (inventory order)."""
+    by_ref: dict[str, tuple[str, list[str]]] = {}
+    for recipe in recipes:
+        _, names = by_ref.setdefault(recipe.image.ref, (recipe.image.image_id, []))
+        names.append(recipe.name)
+    return [WantedImage(ref, image_id, tuple(names)) for ref, (image_id, names) in by_ref.items()]
+
+
+@dataclass(frozen=True)
+class FleetStatus:
+    rows: tuple[NodeRow, ...]
+    images: tuple[ImageRow, ...]
+    at: float  # wall time of the snapshot
+
+
+def fleet_status(
+    links: Mapping[str, NodeState],
+    facts: Mapping[str, NodeFacts],
+    wanted: Sequence[WantedImage],
+    now: float,
+    stale_after: float = 5.0,
+) -> FleetStatus:
+    """The whole status for the nodes of `links` (in their order)."""
+    empty = NodeFacts()
+    rows = tuple(
+        node_row(node, link, facts.get(node, empty), now, stale_after)
+        for node, link in links.items()
+    )
+    images = tuple(
+        ImageRow(image, {node: presence(facts.get(node, empty), image) for node in links})
+        for image in wanted
+    )
+    return FleetStatus(rows, images, now)

@@ -1,0 +1,189 @@
+"""The telemetry probe of one node: one long-lived remote bash loop, its framed output, its parser.
+
+Polling by exec costs an SSH session, a login shell and the tool's process per sample, on nodes
+that are shared. The probe instead keeps `nvidia-smi -lms` running for GPU samples and, in the
+same channel, a bash loop that reads /proc/meminfo with builtins and runs the docker / compute-app
+queries at a slower pace. Every output line is tagged (`gpu\t…`, `mem\t…`), so the background GPU
+lines may interleave with a section; a section ends with `TAG.\t<exit status>`.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from cockpit.telemetry.docker_out import ContainerRow, ImageInfo, parse_image_inspect, parse_ps
+from cockpit.telemetry.gpu import (
+    GPU_QUERY_FIELDS,
+    ComputeApp,
+    GpuCsvStream,
+    GpuSample,
+    MemInfo,
+    parse_compute_apps,
+    parse_meminfo,
+)
+
+GPU_QUERY = [
+    "nvidia-smi",
+    "--query-gpu=" + ",".join(GPU_QUERY_FIELDS),
+    "--format=csv,noheader,nounits",
+]
+APPS_QUERY = [
+    "nvidia-smi",
+    "--query-compute-apps=pid,process_name,used_gpu_memory",
+    "--format=csv,noheader,nounits",
+]
+PS_QUERY = ["docker", "ps", "--format", "{{json .}}"]
+MEMINFO_QUERY = ["cat", "/proc/meminfo"]
+IMAGES_QUERY = 'ids=$(docker images -q) && { [ -z "$ids" ] || docker image inspect $ids; }'
+"""Every local image in full (RepoDigests included): recipe refs may be known by prefix only."""
+
+SECTION_MAX_LINES = 5000  # a section longer than this is cut: bounded memory per node
+
+
+@dataclass(frozen=True)
+class Pace:
+    """How often each fact is refreshed (the same cadence whichever way it is collected)."""
+
+    gpu_ms: int = 1000
+    slow_s: float = 5.0  # meminfo, containers, compute apps
+    images_every: int = 6  # slow cycles between two image inventories
+
+
+def probe_script(pace: Pace) -> str:
+    """The bash loop streamed by the poller (run under the stream supervisor)."""
+    gpu = shlex.join([*GPU_QUERY, "-lms", str(pace.gpu_ms)])
+    return f"""\
+shopt -s lastpipe
+emit() {{
+  local l
+  while IFS= read -r l || [ -n "$l" ]; do printf '%s\\t%s\\n' "$1" "$l"; done
+}}
+section() {{
+  local tag=$1
+  shift
+  "$@" 2>/dev/null | emit "$tag"
+  printf '%s.\\t%s\\n' "$tag" "${{PIPESTATUS[0]}}"
+}}
+images() {{ {IMAGES_QUERY}; }}
+{{ {gpu} 2>/dev/null | emit gpu; printf 'gpu.\\t%s\\n' "${{PIPESTATUS[0]}}"; }} &
+exec 3<> <(:)
+n=0
+while :; do
+  emit mem </proc/meminfo
+  printf 'mem.\\t%s\\n' $?
+  section ps {shlex.join(PS_QUERY)}
+  section apps {shlex.join(APPS_QUERY)}
+  if (( n % {max(pace.images_every, 1)} == 0 )); then section img images; fi
+  n=$((n + 1))
+  read -t {pace.slow_s:g} -u 3 _
+done
+"""
+
+
+@dataclass(frozen=True)
+class GpuLine:
+    sample: GpuSample
+
+
+@dataclass(frozen=True)
+class Section:
+    """A complete section: the tool's output and its exit status."""
+
+    tag: str
+    text: str
+    status: int
+
+
+@dataclass(frozen=True)
+class GpuEnded:
+    """The GPU loop stopped (nvidia-smi missing or dead): no more GPU samples on this channel."""
+
+    status: int
+
+
+Frame = GpuLine | Section | GpuEnded
+
+
+class ProbeParser:
+    """Turns the probe's tagged lines back into frames; one per node channel."""
+
+    def __init__(self) -> None:
+        self._gpu = GpuCsvStream(GPU_QUERY_FIELDS)
+        self._open: dict[str, list[str]] = {}
+
+    def feed(self, line: str) -> Frame | None:
+        tag, sep, body = line.partition("\t")
+        if not sep:
+            return None
+        if tag == "gpu":
+            sample = self._gpu.feed(body)
+            return GpuLine(sample) if sample is not None else None
+        if tag.endswith("."):
+            name = tag[:-1]
+            status = int(body) if body.strip().lstrip("-").isdigit() else -1
+            if name == "gpu":
+                return GpuEnded(status)
+            lines = self._open.pop(name, [])
+            return Section(name, "\n".join(lines), status)
+        lines = self._open.setdefault(tag, [])
+        if len(lines) < SECTION_MAX_LINES:
+            lines.append(body)
+        return None
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """What is known about one node, each fact with the wall time it was last refreshed.
+
+    None means "not known yet"; `failed` maps a fact to the exit status of its failing tool.
+    """
+
+    gpus: Mapping[int, GpuSample] = field(default_factory=dict)
+    gpu_at: float | None = None
+    meminfo: MemInfo | None = None
+    meminfo_at: float | None = None
+    apps: tuple[ComputeApp, ...] = ()
+    containers: tuple[ContainerRow, ...] | None = None
+    containers_at: float | None = None
+    images: tuple[ImageInfo, ...] | None = None
+    images_at: float | None = None
+    failed: Mapping[str, int] = field(default_factory=dict)
+    heard_at: float | None = None
+    probe_error: str | None = None  # why the node's probe stream last stopped
+
+    @property
+    def complete(self) -> bool:
+        """Every kind of fact arrived (or failed) once: enough for a one-shot status."""
+        known = {"gpu": self.gpu_at, "mem": self.meminfo_at, "ps": self.containers_at}
+        known["img"] = self.images_at
+        return all(at is not None or tag in self.failed for tag, at in known.items())
+
+    def with_frame(self, frame: Frame, now: float) -> NodeFacts:
+        """These facts updated by one frame received at wall time `now`."""
+        heard = replace(self, heard_at=now, probe_error=None)
+        match frame:
+            case GpuLine(sample):
+                gpus = {**heard.gpus, sample.index if sample.index is not None else 0: sample}
+                return replace(heard, gpus=gpus, gpu_at=now, failed=_without(heard.failed, "gpu"))
+            case GpuEnded(status):
+                return replace(heard, failed={**heard.failed, "gpu": status})
+            case Section(tag, _, status) if status != 0:
+                return replace(heard, failed={**heard.failed, tag: status})
+            case Section("mem", text, _):
+                changes = {"meminfo": parse_meminfo(text), "meminfo_at": now}
+            case Section("ps", text, _):
+                changes = {"containers": tuple(parse_ps(text)), "containers_at": now}
+            case Section("apps", text, _):
+                changes = {"apps": tuple(parse_compute_apps(text))}
+            case Section("img", text, _):
+                changes = {"images": tuple(parse_image_inspect(text)), "images_at": now}
+            case _:
+                return heard
+        assert isinstance(frame, Section)
+        return replace(heard, failed=_without(heard.failed, frame.tag), **changes)
+
+
+def _without(failed: Mapping[str, int], tag: str) -> Mapping[str, int]:
+    return {k: v for k, v in failed.items() if k != tag} if tag in failed else failed

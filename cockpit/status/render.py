@@ -1,0 +1,140 @@
+"""Status → rich tables (for the terminal) and → plain JSON (for scripts). Pure functions."""
+
+from __future__ import annotations
+
+import dataclasses
+from enum import Enum
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from cockpit.status.model import FleetStatus, Health, ImageRow, NodeRow, Presence
+
+_HEALTH_STYLE = {
+    Health.OK: "green",
+    Health.CONNECTING: "cyan",
+    Health.STALE: "yellow",
+    Health.DOWN: "bold red",
+}
+_PRESENCE = {
+    Presence.DIGEST: ("✓ digest", "green"),
+    Presence.ID_ONLY: ("id only", "yellow"),
+    Presence.ABSENT: ("—", "red"),
+    Presence.UNKNOWN: ("?", "dim"),
+}
+MIB_PER_GIB = 1024.0
+
+
+def _num(value: float | None, unit: str = "", digits: int = 0) -> str:
+    return "—" if value is None else f"{value:.{digits}f}{unit}"
+
+
+def _state(row: NodeRow) -> Text:
+    label = row.health.value.upper() if row.health is not Health.OK else "ok"
+    if row.health is Health.STALE and row.data_age_s is not None:
+        label = f"STALE {row.data_age_s:.0f}s"
+    text = Text(label, style=_HEALTH_STYLE[row.health])
+    if row.health is Health.DOWN:
+        text.append(f"\n{row.detail}", style="red")
+    for failure in row.failed:
+        text.append(f"\n{failure}", style="yellow")
+    return text
+
+
+def _memory(row: NodeRow) -> str:
+    mem = row.memory
+    if mem is None:
+        return "—"
+    cell = f"{mem.used_mib / MIB_PER_GIB:.1f}/{mem.total_mib / MIB_PER_GIB:.1f} GiB"
+    if mem.source == "meminfo":
+        cell += " (unified)"
+    if mem.gpu_apps_mib is not None:
+        cell += f"\napps {mem.gpu_apps_mib / MIB_PER_GIB:.1f} GiB"
+    return cell
+
+
+def _containers(row: NodeRow) -> str:
+    if row.containers is None:
+        return "?"
+    if not row.containers:
+        return "none"
+    return "\n".join(f"{c.name} [{c.lane}]" if c.lane else c.name for c in row.containers)
+
+
+def nodes_table(status: FleetStatus) -> Table:
+    table = Table(title="nodes", title_justify="left", expand=False)
+    for header, justify in [
+        ("node", "left"),
+        ("state", "left"),
+        ("gpu", "right"),
+        ("temp", "right"),
+        ("power", "right"),
+        ("sm/mem MHz", "right"),
+        ("memory", "right"),
+        ("containers [lane]", "left"),
+    ]:
+        table.add_column(header, justify=justify)  # type: ignore[arg-type]
+    for row in status.rows:
+        dim = "dim" if row.health in (Health.STALE, Health.DOWN) else ""
+        table.add_row(
+            row.node,
+            _state(row),
+            _num(row.util_pct, " %"),
+            _num(row.temp_c, " °C"),
+            _num(row.power_w, " W", 1),
+            f"{_num(row.sm_mhz)}/{_num(row.mem_mhz)}",
+            _memory(row),
+            _containers(row),
+            style=dim,
+        )
+    return table
+
+
+def _image_label(image_row: ImageRow) -> str:
+    image = image_row.image
+    repo, _, digest = image.ref.partition("@")
+    short = digest.removeprefix("sha256:")[:12]
+    return f"{repo.rsplit('/', 1)[-1]}@{short}\n" + ", ".join(image.recipes)
+
+
+def images_table(status: FleetStatus) -> Table:
+    table = Table(title="recipe images", title_justify="left")
+    table.add_column("image / recipes")
+    nodes = [row.node for row in status.rows]
+    for node in nodes:
+        table.add_column(node, justify="center")
+    for image_row in status.images:
+        cells = [Text(*_PRESENCE[image_row.presence[node]]) for node in nodes]
+        table.add_row(_image_label(image_row), *cells)
+    return table
+
+
+def status_renderable(status: FleetStatus) -> Group:
+    parts: list[Table] = [nodes_table(status)]
+    if status.images:
+        parts.append(images_table(status))
+    return Group(*parts)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def status_json(status: FleetStatus) -> dict[str, Any]:
+    """JSON-ready dict: `nodes` (one per row) and `images` (presence per node)."""
+    return {
+        "at": status.at,
+        "nodes": [_plain(dataclasses.asdict(row)) for row in status.rows],
+        "images": [
+            {**_plain(dataclasses.asdict(r.image)), "presence": _plain(dict(r.presence))}
+            for r in status.images
+        ],
+    }
