@@ -79,14 +79,14 @@ def nodes_table(status: FleetStatus) -> Table:
     for row in status.rows:
         dim = "dim" if row.health in (Health.STALE, Health.DOWN) else ""
         table.add_row(
-            row.node,
+            Text(row.node),
             _state(row),
             _num(row.util_pct, " %"),
             _num(row.temp_c, " °C"),
             _num(row.power_w, " W", 1),
             f"{_num(row.sm_mhz)}/{_num(row.mem_mhz)}",
-            _memory(row),
-            _containers(row),
+            Text(_memory(row)),
+            Text(_containers(row)),  # names and labels are data, never markup
             style=dim,
         )
     return table
@@ -107,7 +107,7 @@ def images_table(status: FleetStatus) -> Table:
         table.add_column(node, justify="center")
     for image_row in status.images:
         cells = [Text(*_PRESENCE[image_row.presence[node]]) for node in nodes]
-        table.add_row(_image_label(image_row), *cells)
+        table.add_row(Text(_image_label(image_row)), *cells)
     return table
 
 

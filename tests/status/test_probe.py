@@ -1,0 +1,113 @@
+"""The probe: its bash loop (run for real against stub tools) and the frame parser."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+from pathlib import Path
+
+from cockpit.ssh.stream import supervised
+from cockpit.status.probe import (
+    GpuEnded,
+    GpuLine,
+    NodeFacts,
+    Pace,
+    ProbeParser,
+    Section,
+    probe_script,
+)
+
+GB10_LINE = "0, NVIDIA GB10, 37, 41, 12.40, 2405, 4266, [N/A], [N/A], [N/A]"
+PS_LINE = (
+    '{"ID":"4f1c","Names":"qwen-r0","Image":"vllm/vllm-openai@sha256:3f2a","State":"running",'
+    '"Status":"Up 2 minutes","Labels":"cockpit.lane=qwen3-0.6b-2x,cockpit.rank=0"}'
+)
+INSPECT = (
+    '[{"Id":"sha256:9a1e77c05b3d00","RepoTags":["vllm/vllm-openai:v1"],'
+    '"RepoDigests":["vllm/vllm-openai@sha256:3f2a9c41d7e85b06aa"]}]'
+)
+
+STUB_NVIDIA_SMI = f"""#!/bin/bash
+case "$*" in
+  *-lms*) while :; do echo '{GB10_LINE}'; sleep 0.1; done ;;
+  *compute-apps*) echo '1234, VLLM::Worker, [N/A]' ;;
+esac
+"""
+STUB_DOCKER = f"""#!/bin/bash
+case "$1 $2" in
+  "ps --format") echo '{PS_LINE}' ;;
+  "images -q") echo 9a1e77c05b3d ;;
+  "image inspect") echo '{INSPECT}' | sed 's/^\\[/[\\n/' ;;
+  *) exit 1 ;;
+esac
+"""
+
+
+def _stub_bin(tmp_path: Path) -> Path:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in {"nvidia-smi": STUB_NVIDIA_SMI, "docker": STUB_DOCKER}.items():
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    return bin_dir
+
+
+async def test_probe_script_streams_every_fact_then_dies_with_its_stdin(tmp_path: Path) -> None:
+    env = {**os.environ, "PATH": f"{_stub_bin(tmp_path)}:{os.environ['PATH']}"}
+    proc = await asyncio.create_subprocess_exec(
+        "bash",
+        "-c",
+        supervised(probe_script(Pace(gpu_ms=100, slow_s=0.2, images_every=2))),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdout and proc.stdin
+    parser, facts, tags = ProbeParser(), NodeFacts(), []
+    try:
+        async with asyncio.timeout(5):
+            while len([t for t in tags if t == "img"]) < 2:
+                frame = parser.feed((await proc.stdout.readline()).decode().rstrip("\n"))
+                if frame is not None:
+                    tags.append(frame.tag if isinstance(frame, Section) else "gpu")
+                    facts = facts.with_frame(frame, 100.0)
+    finally:
+        proc.stdin.close()  # what a closed SSH channel looks like to the supervisor
+        async with asyncio.timeout(5):
+            await proc.wait()
+    assert {"gpu", "mem", "ps", "apps", "img"} <= set(tags)
+    assert tags.count("ps") > tags.count("img")  # images at a slower pace
+    assert facts.complete and not facts.failed
+    assert facts.gpus[0].name == "NVIDIA GB10" and facts.gpus[0].memory_total_mib is None
+    assert facts.meminfo is not None and facts.meminfo.total_bytes > 0
+    assert facts.containers and facts.containers[0].labels["cockpit.lane"] == "qwen3-0.6b-2x"
+    assert facts.images and facts.images[0].repo_digests
+    assert [a.process_name for a in facts.apps] == ["VLLM::Worker"]
+
+
+def test_parser_keeps_sections_whole_when_gpu_lines_interleave() -> None:
+    parser = ProbeParser()
+    lines = ["mem\tMemTotal: 10 kB", f"gpu\t{GB10_LINE}", "mem\tMemAvailable: 4 kB", "mem.\t0"]
+    frames = [parser.feed(line) for line in lines]
+    assert frames[0] is None and isinstance(frames[1], GpuLine) and frames[2] is None
+    assert frames[3] == Section("mem", "MemTotal: 10 kB\nMemAvailable: 4 kB", 0)
+
+
+def test_failed_tools_are_recorded_and_cleared() -> None:
+    parser = ProbeParser()
+    facts = NodeFacts()
+    for line in ["ps.\t127", "gpu.\t9"]:
+        frame = parser.feed(line)
+        assert frame is not None
+        facts = facts.with_frame(frame, 1.0)
+    assert facts.failed == {"ps": 127, "gpu": 9}
+    assert isinstance(ProbeParser().feed("gpu.\t9"), GpuEnded)
+    facts = facts.with_frame(Section("ps", PS_LINE, 0), 2.0)
+    assert facts.failed == {"gpu": 9} and facts.containers_at == 2.0
+
+
+def test_garbage_lines_are_ignored() -> None:
+    parser = ProbeParser()
+    assert parser.feed("no tab here") is None
+    assert parser.feed("gpu\tnot,a,sample") is None
