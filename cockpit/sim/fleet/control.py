@@ -1,0 +1,304 @@
+"""`SimFleet`: start, stop and poke a simulated fleet running in its own background process.
+
+The fleet runs detached (`python -m cockpit.sim.fleet.daemon DIR`) so that it outlives the CLI
+that started it (`cockpit sim up`) and so that tests' event loops never host its servers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+import platformdirs
+
+from cockpit.errors import CockpitError
+from cockpit.sim.fleet.cleanup import fleet_processes, kill_fleet_processes
+from cockpit.sim.fleet.layout import FleetConfig, FleetLayout, ServerKind, node_host, node_names
+from cockpit.sim.tools.launchers import PROJECT_ROOT
+from cockpit.sim.tools.nodestate import NodeState, Record, pid_alive, write_json_atomic
+
+PROJECT_RECIPES = PROJECT_ROOT / "recipes"
+
+
+class FleetError(CockpitError):
+    """The simulated fleet could not be started, reached or stopped."""
+
+
+def default_dir() -> Path:
+    """Where `cockpit sim up` puts a fleet without --dir: the user runtime (or state) dir."""
+    try:
+        base = Path(platformdirs.user_runtime_dir("cockpit"))
+        base.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        base = Path(platformdirs.user_state_dir("cockpit"))
+    return base / "sim"
+
+
+@dataclass(frozen=True)
+class SimNode:
+    name: str
+    host: str
+    port: int
+
+
+class SimFleet:
+    """A simulated fleet in `root`: N nodes dgx1..dgxN, one loopback SSH endpoint each."""
+
+    def __init__(
+        self,
+        root: Path,
+        nodes: int = 8,
+        *,
+        speed: float = 1.0,
+        server: ServerKind = "asyncssh",
+        recipes_dir: Path = PROJECT_RECIPES,
+        link_mbps: float | None = None,
+        links: dict[str, float] | None = None,
+    ) -> None:
+        self.layout = FleetLayout(Path(root).resolve())
+        self.config = FleetConfig(
+            nodes=nodes,
+            speed=speed,
+            server=server,
+            recipes_dir=str(Path(recipes_dir).resolve()),
+            link_mbps=link_mbps,
+            links=dict(links or {}),
+            user=getpass.getuser(),
+        )
+
+    @classmethod
+    def attach(cls, root: Path) -> SimFleet:
+        """The fleet already provisioned in `root` (e.g. by `cockpit sim up`)."""
+        layout = FleetLayout(Path(root).resolve())
+        if not layout.config.is_file():
+            raise FleetError(f"no simulated fleet in {root} (run `cockpit sim up --dir {root}`)")
+        fleet = cls(layout.root)
+        fleet.config = FleetConfig.load(layout.config)
+        return fleet
+
+    # ------------------------------------------------------------------ facts
+
+    @property
+    def root(self) -> Path:
+        return self.layout.root
+
+    @property
+    def inventory_dir(self) -> Path:
+        """Folder with clusters.toml, recipes, client_key, known_hosts (for `--inventory`)."""
+        return self.layout.root
+
+    @property
+    def names(self) -> list[str]:
+        return node_names(self.config.nodes)
+
+    @property
+    def port(self) -> int:
+        return int(self.layout.read_fleet().get("port", 0))  # type: ignore[call-overload]
+
+    @property
+    def nodes(self) -> list[SimNode]:
+        return [SimNode(n, node_host(n), self.port) for n in self.names]
+
+    @property
+    def client_key(self) -> Path:
+        return self.layout.root / "client_key"
+
+    @property
+    def known_hosts(self) -> Path:
+        return self.layout.root / "known_hosts"
+
+    def node_dir(self, name: str) -> Path:
+        self._check(name)
+        return self.layout.node_dir(name)
+
+    def pid(self) -> int | None:
+        try:
+            pid = int(self.layout.pid_file.read_text())
+        except (FileNotFoundError, ValueError):
+            return None
+        return pid if pid_alive(pid) else None
+
+    def status(self) -> dict[str, object]:
+        try:
+            return json.loads((self.layout.root / "status.json").read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            return {}
+
+    @property
+    def running(self) -> bool:
+        return self.pid() is not None and bool(self.status().get("ready"))
+
+    # -------------------------------------------------------------- lifecycle
+
+    def start(self, timeout: float = 60.0) -> SimFleet:
+        """Provision and start the fleet in the background; return once every node answers."""
+        if self.pid() is not None:
+            raise FleetError(f"a simulated fleet already runs in {self.root} (pid {self.pid()})")
+        self.layout.root.mkdir(parents=True, exist_ok=True)
+        for stale in ("status.json", "control.json", "fleet.json"):
+            (self.layout.root / stale).unlink(missing_ok=True)
+        self.config.save(self.layout.config)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH")) if p
+        )
+        with open(self.layout.log_file, "ab") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "cockpit.sim.fleet.daemon", str(self.root)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                env=env,
+                start_new_session=True,
+                cwd=self.root,
+            )
+        deadline = time.monotonic() + timeout
+        while not self.status().get("ready"):
+            if proc.poll() is not None:
+                raise FleetError(f"the simulated fleet failed to start:\n{self._log_tail()}")
+            if time.monotonic() > deadline:
+                self._terminate(proc.pid)
+                raise FleetError(f"the simulated fleet did not start within {timeout:.0f}s")
+            time.sleep(0.05)
+        return self
+
+    def stop(self, timeout: float = 15.0) -> None:
+        """Stop the servers and every process the fleet started; idempotent."""
+        pid = self.pid()
+        if pid is not None:
+            self._terminate(pid, timeout)
+        kill_fleet_processes(self.root)
+        for name in self.names:
+            node_dir = self.layout.node_dir(name)
+            if (node_dir / "containers.json").exists():
+                _mark_containers_exited(NodeState(node_dir))
+        (self.layout.root / "status.json").unlink(missing_ok=True)
+        self.layout.pid_file.unlink(missing_ok=True)
+
+    def _terminate(self, pid: int, timeout: float = 15.0) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if pid_alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+
+    def leftover_processes(self) -> list[int]:
+        """Processes started on the fleet that still run (empty after `stop`)."""
+        return fleet_processes(self.root)
+
+    def _log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.layout.log_file.read_text().splitlines()[-lines:])
+        except FileNotFoundError:
+            return "(no log)"
+
+    def __enter__(self) -> SimFleet:
+        return self.start() if not self.running else self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    # -------------------------------------------------------------- node control
+
+    def _check(self, name: str) -> None:
+        if name not in self.names:
+            raise FleetError(f"unknown node {name!r} (fleet has {', '.join(self.names)})")
+
+    def _set_stopped(self, name: str, stopped: bool, timeout: float) -> None:
+        self._check(name)
+        pid = self.pid()
+        if pid is None:
+            raise FleetError(f"no simulated fleet runs in {self.root}")
+        wanted = self.layout.stopped_nodes()
+        wanted = wanted | {name} if stopped else wanted - {name}
+        generation = int(self.status().get("generation", 0)) + 1  # type: ignore[call-overload]
+        write_json_atomic(
+            self.layout.control, {"stopped": sorted(wanted), "generation": generation}
+        )
+        os.kill(pid, signal.SIGHUP)
+        deadline = time.monotonic() + timeout
+        while int(self.status().get("generation", -1)) < generation:  # type: ignore[call-overload]
+            if time.monotonic() > deadline:
+                raise FleetError(f"the fleet did not apply the change to {name} in {timeout}s")
+            time.sleep(0.02)
+
+    def stop_node(self, name: str, timeout: float = 10.0) -> None:
+        """Take the node's SSH endpoint down (connections dropped; containers keep running)."""
+        self._set_stopped(name, True, timeout)
+
+    def start_node(self, name: str, timeout: float = 10.0) -> None:
+        self._set_stopped(name, False, timeout)
+
+    # -------------------------------------------------------------- node state
+
+    def set_fault(self, node: str, fault: str, on: bool = True) -> None:
+        """Switch a named fault in the node's node.json (read by the simulated engine)."""
+        state = NodeState(self.node_dir(node))
+        with state.locked():
+            facts = state.facts()
+            faults = dict(facts.get("faults", {}))
+            if on:
+                faults[fault] = True
+            else:
+                faults.pop(fault, None)
+            facts["faults"] = faults
+            state.write("node.json", facts)
+
+    def snapshot_dir(self, node: str, repo: str) -> Path:
+        """The node's snapshot folder of model `repo` (the one revision it holds)."""
+        model = self.node_dir(node) / "hf-cache" / "hub" / ("models--" + repo.replace("/", "--"))
+        snapshots = sorted((model / "snapshots").glob("*"))
+        if not snapshots:
+            raise FleetError(f"{node} has no snapshot of {repo}")
+        return snapshots[0]
+
+    def corrupt_snapshot(self, node: str, repo: str) -> Path:
+        """Make the node's copy of `repo` differ (config.json altered); returns the file."""
+        snapshot = self.snapshot_dir(node, repo)
+        target = snapshot / "config.json"
+        if not target.is_file():
+            target = next(p for p in sorted(snapshot.rglob("*")) if p.is_file())
+        with open(target, "ab") as handle:
+            handle.write(b"\n")
+        return target
+
+    def images(self, node: str) -> list[Record]:
+        return NodeState(self.node_dir(node)).images()
+
+    def add_image(self, node: str, image: Record) -> None:
+        """Put an image record (see nodestate.new_image) on a node."""
+        state = NodeState(self.node_dir(node))
+        with state.locked():
+            images = [i for i in state.images() if i["Id"] != image["Id"]]
+            state.write("images.json", [*images, image])
+
+    def remove_image(self, node: str, image_id: str) -> None:
+        state = NodeState(self.node_dir(node))
+        with state.locked():
+            state.write("images.json", [i for i in state.images() if i["Id"] != image_id])
+
+
+def _mark_containers_exited(state: NodeState) -> None:
+    """After a teardown killed them, record the containers as exited (SIGKILL: 137)."""
+    with state.locked():
+        containers = state.containers()
+        for record in containers:
+            if record["State"].get("Running"):
+                record["State"].update(Status="exited", Running=False, Pid=0, ExitCode=137)
+        state.write("containers.json", containers)

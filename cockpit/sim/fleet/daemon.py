@@ -1,0 +1,153 @@
+"""The background process of a simulated fleet: provisions it and serves its SSH endpoints.
+
+`python -m cockpit.sim.fleet.daemon DIR` reads DIR/fleet-config.json, picks one port free on every
+node address, starts an endpoint per node, writes the inventory, then reports readiness in
+DIR/status.json. SIGHUP re-reads DIR/control.json (nodes held stopped); SIGTERM stops every
+endpoint and every process the fleet started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Protocol
+
+from cockpit.sim.fleet.cleanup import kill_fleet_processes
+from cockpit.sim.fleet.endpoint import AsyncsshEndpoint
+from cockpit.sim.fleet.layout import FleetConfig, FleetLayout, node_host, node_names
+from cockpit.sim.fleet.provision import provision, write_inventory
+from cockpit.sim.fleet.sshd import OpensshEndpoint
+from cockpit.sim.tools.node_exec import node_environment
+from cockpit.sim.tools.nodestate import write_json_atomic
+
+PORT_ATTEMPTS = 8
+
+
+class Endpoint(Protocol):
+    @property
+    def running(self) -> bool: ...
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+def pick_port(hosts: list[str]) -> int:
+    """A port that is free on every one of `hosts` right now (bind-probed)."""
+    for _ in range(50):
+        with ExitStack() as stack:
+            first = stack.enter_context(socket.socket())
+            first.bind((hosts[0], 0))
+            port = first.getsockname()[1]
+            try:
+                for host in hosts[1:]:
+                    stack.enter_context(socket.socket()).bind((host, port))
+            except OSError:
+                continue
+            return port
+    raise OSError("no port is free on every node address")
+
+
+class FleetDaemon:
+    def __init__(self, root: Path) -> None:
+        self.layout = FleetLayout(root)
+        self.config = FleetConfig.load(self.layout.config)
+        self.names = node_names(self.config.nodes)
+        self.endpoints: dict[str, Endpoint] = {}
+        self.generation = 0
+
+    def _endpoint(self, name: str, port: int) -> Endpoint:
+        node_dir = self.layout.node_dir(name)
+        if self.config.server == "openssh":
+            return OpensshEndpoint(name, node_host(name), port, node_dir, self.layout.root)
+        return AsyncsshEndpoint(
+            node_host(name),
+            port,
+            node_dir / "ssh" / "ssh_host_ed25519_key",
+            self.layout.ssh_dir / "authorized_keys",
+            node_environment(node_dir),
+        )
+
+    async def start(self) -> None:
+        host_keys = provision(self.layout, self.config)
+        for attempt in range(PORT_ATTEMPTS):
+            port = pick_port([node_host(n) for n in self.names])
+            self.endpoints = {n: self._endpoint(n, port) for n in self.names}
+            try:
+                await asyncio.gather(*(e.start() for e in self.endpoints.values()))
+                break
+            except OSError:
+                await self.stop_endpoints()
+                if attempt == PORT_ATTEMPTS - 1:
+                    raise
+        write_inventory(self.layout, self.config, port, host_keys)
+        await self.reconcile()
+
+    async def reconcile(self) -> None:
+        """Bring endpoints in line with control.json and report it in status.json."""
+        stopped = self.layout.stopped_nodes()
+        try:
+            generation = json.loads(self.layout.control.read_text()).get("generation", 0)
+        except (FileNotFoundError, json.JSONDecodeError):
+            generation = 0
+        for name, endpoint in self.endpoints.items():
+            if name in stopped and endpoint.running:
+                await endpoint.stop()
+            elif name not in stopped and not endpoint.running:
+                await endpoint.start()
+        self.generation = generation
+        write_json_atomic(
+            self.layout.root / "status.json",
+            {
+                "pid": os.getpid(),
+                "ready": True,
+                "generation": generation,
+                "stopped": sorted(n for n, e in self.endpoints.items() if not e.running),
+            },
+        )
+
+    async def stop_endpoints(self) -> None:
+        await asyncio.gather(*(e.stop() for e in self.endpoints.values()), return_exceptions=True)
+
+    async def serve(self) -> None:
+        loop = asyncio.get_running_loop()
+        done = asyncio.Event()
+        wake = asyncio.Event()
+        loop.add_signal_handler(signal.SIGTERM, done.set)
+        loop.add_signal_handler(signal.SIGINT, done.set)
+        loop.add_signal_handler(signal.SIGHUP, wake.set)
+        try:
+            await self.start()
+            while not done.is_set():
+                waiter = asyncio.ensure_future(wake.wait())
+                stopper = asyncio.ensure_future(done.wait())
+                await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+                waiter.cancel()
+                stopper.cancel()
+                if wake.is_set():
+                    wake.clear()
+                    await self.reconcile()
+        finally:
+            await self.stop_endpoints()
+            kill_fleet_processes(self.layout.root)
+            (self.layout.root / "status.json").unlink(missing_ok=True)
+
+
+def main() -> None:
+    root = Path(sys.argv[1]).resolve()
+    layout = FleetLayout(root)
+    layout.pid_file.write_text(str(os.getpid()))
+    try:
+        asyncio.run(FleetDaemon(root).serve())
+    finally:
+        layout.pid_file.unlink(missing_ok=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""Where a simulated fleet keeps its files, and how its nodes are addressed.
+
+<dir>/
+  fleet-config.json   what to run (written by `SimFleet.start`, read by the daemon)
+  fleet.json          what runs: nodes -> host/port, user, server kind, links (read by tools)
+  fleet.pid, fleet.log, control.json (nodes held stopped), registry.json (digest -> image id)
+  clusters.toml, *.toml, client_key, known_hosts   the inventory a cockpit points at
+  bin/                the node tools (docker, nvidia-smi, ssh, node-exec)
+  ssh/                the fleet's internal key and known_hosts (node-to-node ssh), authorized_keys
+  nodes/dgxK/         one node's state (see cockpit.sim.tools.nodestate)
+  sshd/               OpenSSH configs and pid files (server kind "openssh")
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Literal
+
+ServerKind = Literal["asyncssh", "openssh"]
+FIRST_OCTET = 10  # dgxK listens on 127.0.0.(FIRST_OCTET + K)
+
+
+def node_names(count: int) -> list[str]:
+    return [f"dgx{i}" for i in range(1, count + 1)]
+
+
+def node_host(name: str) -> str:
+    return f"127.0.0.{FIRST_OCTET + int(name.removeprefix('dgx'))}"
+
+
+@dataclass
+class FleetConfig:
+    """What the daemon runs; `port` is chosen by the daemon (0 until then)."""
+
+    nodes: int = 8
+    speed: float = 1.0
+    server: ServerKind = "asyncssh"
+    recipes_dir: str = ""
+    link_mbps: float | None = None
+    links: dict[str, float] = field(default_factory=dict)
+    user: str = "root"
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self), indent=1))
+
+    @classmethod
+    def load(cls, path: Path) -> FleetConfig:
+        return cls(**json.loads(path.read_text()))
+
+
+@dataclass(frozen=True)
+class FleetLayout:
+    root: Path
+
+    @property
+    def config(self) -> Path:
+        return self.root / "fleet-config.json"
+
+    @property
+    def fleet_json(self) -> Path:
+        return self.root / "fleet.json"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.root / "fleet.pid"
+
+    @property
+    def log_file(self) -> Path:
+        return self.root / "fleet.log"
+
+    @property
+    def control(self) -> Path:
+        return self.root / "control.json"
+
+    @property
+    def registry(self) -> Path:
+        return self.root / "registry.json"
+
+    @property
+    def bin_dir(self) -> Path:
+        return self.root / "bin"
+
+    @property
+    def ssh_dir(self) -> Path:
+        return self.root / "ssh"
+
+    @property
+    def sshd_dir(self) -> Path:
+        return self.root / "sshd"
+
+    @property
+    def nodes_dir(self) -> Path:
+        return self.root / "nodes"
+
+    def node_dir(self, name: str) -> Path:
+        return self.nodes_dir / name
+
+    def read_fleet(self) -> dict[str, object]:
+        try:
+            return json.loads(self.fleet_json.read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            return {}
+
+    def stopped_nodes(self) -> set[str]:
+        try:
+            return set(json.loads(self.control.read_text()).get("stopped", []))
+        except (FileNotFoundError, json.JSONDecodeError):
+            return set()

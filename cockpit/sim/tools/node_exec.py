@@ -1,0 +1,81 @@
+"""The OpenSSH ForceCommand of a simulated node: the node's environment, then the command in bash.
+
+sshd runs `node-exec dgxK`; the client's command arrives in $SSH_ORIGINAL_COMMAND. sshd refuses
+client signals for forced commands and keeps a command running when only its channel closes, so
+this wrapper keeps the command in its own process group, forwards the signals it receives, and
+kills the group as soon as its stdout has no reader left (the channel is gone): no orphans.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import sys
+from pathlib import Path
+
+FORWARDED = (
+    signal.SIGTERM,
+    signal.SIGINT,
+    signal.SIGHUP,
+    signal.SIGQUIT,
+    signal.SIGUSR1,
+    signal.SIGUSR2,
+)
+
+
+def node_environment(node_dir: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(json.loads((node_dir / "env.json").read_text()))
+    env["PATH"] = env.pop("COCKPIT_SIM_BIN") + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin")
+    return env
+
+
+def kill_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, sig)
+
+
+def supervise(pid: int) -> int:
+    """Wait for the command; kill its group when stdout loses its reader."""
+    pidfd = os.pidfd_open(pid)
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    poller.register(1, 0)
+    while True:
+        events = dict(poller.poll())
+        if pidfd in events:
+            break
+        if events.get(1, 0) & (select.POLLERR | select.POLLHUP):
+            kill_group(pid, signal.SIGHUP)
+            kill_group(pid, signal.SIGKILL)
+            poller.unregister(1)
+    _, status = os.waitpid(pid, 0)
+    kill_group(pid, signal.SIGKILL)
+    return status
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    node_dir = Path(args[0])
+    env = node_environment(node_dir)
+    os.chdir(env["HOME"])
+    command = os.environ.get("SSH_ORIGINAL_COMMAND")
+    if command is None:
+        os.execvpe("bash", ["bash", "-l"], env)
+    pid = os.fork()
+    if pid == 0:
+        os.setpgid(0, 0)
+        os.execvpe("bash", ["bash", "-c", command], env)
+    os.setpgid(pid, pid)
+    for sig in FORWARDED:
+        signal.signal(sig, lambda signum, _frame: kill_group(pid, signum))
+    status = supervise(pid)
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        if sig != signal.SIGKILL:
+            signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    return os.waitstatus_to_exitcode(status)

@@ -1,0 +1,81 @@
+"""Pytest fixtures: running simulated fleets over real SSH, torn down completely after use.
+
+- `sim_fleet`   session-scoped, 8 nodes, asyncssh endpoints (seeded state; do not break it)
+- `sshd_fleet`  session-scoped, 3 nodes, Debian OpenSSH sshd (skipped without /usr/sbin/sshd)
+- `small_fleet` function-scoped, 2 nodes, asyncssh: for destructive tests
+- `fleet_factory(nodes=2, **SimFleet options)` function-scoped: any fleet, all stopped after
+- `connect(fleet, node)` an asyncssh client connection to a node (host keys checked)
+
+Each fleet picks a port free on every node address, so parallel runs do not collide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import asyncssh
+import pytest
+
+from cockpit.sim.fleet import SimFleet
+from cockpit.sim.fleet.sshd import SSHD
+
+__all__ = ["connect", "fleet_factory", "sim_fleet", "small_fleet", "sshd_fleet"]
+
+
+def connect(fleet: SimFleet, node: str, **options: Any) -> Any:
+    """`async with connect(fleet, "dgx1") as conn:` checked against the fleet's known_hosts."""
+    host = next(n for n in fleet.nodes if n.name == node)
+    options.setdefault("known_hosts", str(fleet.known_hosts))
+    options.setdefault("client_keys", [str(fleet.client_key)])
+    options.setdefault("username", fleet.config.user)
+    options.setdefault("connect_timeout", 5)
+    return asyncssh.connect(host.host, host.port, **options)
+
+
+def _started(root: Path, nodes: int, **options: Any) -> SimFleet:
+    fleet = SimFleet(root, nodes, **options)
+    try:
+        fleet.start()
+    except BaseException:
+        fleet.stop()
+        raise
+    return fleet
+
+
+@pytest.fixture(scope="session")
+def sim_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimFleet]:
+    fleet = _started(tmp_path_factory.mktemp("sim-fleet"), 8)
+    yield fleet
+    fleet.stop()
+
+
+@pytest.fixture(scope="session")
+def sshd_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimFleet]:
+    if not SSHD.exists():
+        pytest.skip(f"{SSHD} is not installed")
+    fleet = _started(tmp_path_factory.mktemp("sshd-fleet"), 3, server="openssh")
+    yield fleet
+    fleet.stop()
+
+
+@pytest.fixture
+def fleet_factory(tmp_path: Path) -> Iterator[Callable[..., SimFleet]]:
+    fleets: list[SimFleet] = []
+
+    def make(nodes: int = 2, **options: Any) -> SimFleet:
+        if options.get("server") == "openssh" and not SSHD.exists():
+            pytest.skip(f"{SSHD} is not installed")
+        fleet = _started(tmp_path / f"fleet{len(fleets)}", nodes, **options)
+        fleets.append(fleet)
+        return fleet
+
+    yield make
+    for fleet in fleets:
+        fleet.stop()
+
+
+@pytest.fixture
+def small_fleet(fleet_factory: Callable[..., SimFleet]) -> SimFleet:
+    return fleet_factory(2)
