@@ -1,0 +1,131 @@
+"""The built-in driver's HTTP side: one streamed chat completion timed like llama-benchy times it.
+
+Timestamps come from a `Clock` in engine seconds: wall time × the engine's time scale (1 on a
+real engine; the simulator runs X× faster than the time it reports), so every rate and latency
+derived from them is in the engine's units.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from cockpit.bench.method import RequestTiming
+from cockpit.telemetry.sse import SseParser
+
+CONTEXT_LOAD_USER_MESSAGE = "."  # llama-benchy's probe turn for a context load
+
+
+class Clock:
+    """Engine seconds since the clock was made."""
+
+    def __init__(self, scale: float = 1.0) -> None:
+        self.scale = scale
+        self._origin = time.perf_counter()
+
+    def now(self) -> float:
+        return (time.perf_counter() - self._origin) * self.scale
+
+
+def messages(context: str, prompt: str) -> list[dict[str, str]]:
+    out = [{"role": "system", "content": context}] if context else []
+    out.append({"role": "user", "content": prompt if prompt.strip() else CONTEXT_LOAD_USER_MESSAGE})
+    return out
+
+
+def _chunk_fields(data: str) -> tuple[bool, bool, int | None, dict[str, Any] | None]:
+    """(has choices, has content, token-id count, usage) of one SSE data payload."""
+    try:
+        obj = json.loads(data)
+    except ValueError:
+        return False, False, None, None
+    if not isinstance(obj, dict):
+        return False, False, None, None
+    usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else None
+    choices = obj.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return False, False, None, usage
+    choice = choices[0]
+    delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+    content = delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning")
+    ids = choice.get("token_ids")
+    return True, bool(content), len(ids) if isinstance(ids, list) else None, usage
+
+
+async def stream_chat(
+    http: httpx.AsyncClient,
+    base_url: str,
+    model: str,
+    context: str,
+    prompt: str,
+    max_tokens: int,
+    expected_prompt_tokens: int,
+    clock: Clock,
+    on_tokens: Callable[[int], None] | None = None,
+) -> RequestTiming:
+    """Send one streaming chat completion and time it; errors end up in `timing.error`."""
+    payload = {
+        "model": model,
+        "messages": messages(context, prompt),
+        "max_tokens": max_tokens,
+        "stream": True,
+        "return_token_ids": True,
+        "stream_options": {"include_usage": True},
+    }
+    timing = RequestTiming(start=clock.now(), expected_prompt_tokens=expected_prompt_tokens)
+    tokens = 0
+    try:
+        async with http.stream("POST", f"{base_url}/v1/chat/completions", json=payload) as resp:
+            if resp.status_code != 200:
+                body = (await resp.aread()).decode(errors="replace")
+                timing.error = f"HTTP {resp.status_code}: {body[:300]}"
+                return timing
+            parser = SseParser()
+            async for piece in resp.aiter_raw():
+                at = clock.now()
+                for event in parser.feed(piece):
+                    if event.data.strip() == "[DONE]":
+                        continue
+                    has_choices, has_content, ids, usage = _chunk_fields(event.data)
+                    if usage:
+                        if isinstance(usage.get("prompt_tokens"), int):
+                            timing.usage_prompt_tokens = usage["prompt_tokens"]
+                        if isinstance(usage.get("completion_tokens"), int):
+                            timing.usage_completion_tokens = usage["completion_tokens"]
+                    if has_choices and timing.first_response is None:
+                        timing.first_response = at
+                    if has_content:
+                        timing.content_chunk(at, ids)
+                        tokens += ids if ids is not None else 1
+                        if on_tokens is not None:
+                            on_tokens(tokens)
+        timing.finalize(clock.now())
+    except httpx.HTTPError as exc:
+        timing.error = f"{type(exc).__name__}: {exc}"
+    return timing
+
+
+async def measure_latency(http: httpx.AsyncClient, base_url: str, clock: Clock) -> float:
+    """llama-benchy's `api` latency mode: mean of three `GET /v1/models` round trips."""
+    samples: list[float] = []
+    for _ in range(3):
+        start = clock.now()
+        try:
+            resp = await http.get(f"{base_url}/v1/models")
+            await resp.aread()
+        except httpx.HTTPError:
+            continue
+        samples.append(clock.now() - start)
+    return statistics.fmean(samples) if samples else 0.0
+
+
+async def served_model(http: httpx.AsyncClient, base_url: str) -> str:
+    """The first model id the server lists."""
+    resp = await http.get(f"{base_url}/v1/models")
+    resp.raise_for_status()
+    return str(resp.json()["data"][0]["id"])

@@ -1,0 +1,169 @@
+"""What a bench measures and records: points, their results, flags, hangs, the environment.
+
+Plain frozen dataclasses; `to_json`/`from_json` (pydantic's TypeAdapter) serialise them for the
+report files and for the JSON-lines stream a remote bench host sends back over SSH.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from pydantic import TypeAdapter
+
+from cockpit.bench.method import PhaseStats
+
+SCHEMA = "cockpit-bench-report.v1"
+T = TypeVar("T")
+
+
+class FlagKind(StrEnum):
+    PREFILL_IN_DECODE = "prefill-in-decode"
+    C2_BELOW_C1 = "c2-below-c1"
+    HUNG = "hung"
+    ERRORS = "errors"
+
+
+@dataclass(frozen=True)
+class PointSpec:
+    """One bench point: prompt and response sizes at a context depth and a concurrency."""
+
+    depth: int
+    concurrency: int
+    pp: int
+    tg: int
+    cold: bool = False
+
+    @property
+    def label(self) -> str:
+        depth = f" @ d{self.depth}" if self.depth else ""
+        cold = " cold" if self.cold else ""
+        return f"pp{self.pp}/tg{self.tg}{depth} c{self.concurrency}{cold}"
+
+    @property
+    def warm_prefix(self) -> bool:
+        """A warm point loads its context first, then sends context + prompt."""
+        return self.depth > 0 and not self.cold
+
+
+@dataclass(frozen=True)
+class Flag:
+    """Why a point's figure must not be quoted as it stands, and how to measure it right."""
+
+    kind: FlagKind
+    message: str
+    fix: str = ""
+
+
+@dataclass(frozen=True)
+class EngineObservation:
+    """The engine's own counters over a point's decode window (from `/metrics`)."""
+
+    window_s: float
+    prompt_tokens: float | None
+    generation_tokens: float | None
+    max_waiting: float | None
+    samples: int
+
+
+@dataclass(frozen=True)
+class HangRecord:
+    """A point the watchdog declared hung, with what was seen at that moment."""
+
+    after_s: float
+    action: str  # "retried" (the retry finished), "skipped"
+    forensics: str
+
+
+@dataclass(frozen=True)
+class PointResult:
+    spec: PointSpec
+    inference: PhaseStats | None
+    context: PhaseStats | None = None
+    engine: EngineObservation | None = None
+    flags: tuple[Flag, ...] = ()
+    hangs: tuple[HangRecord, ...] = ()
+    usage_prompt_tokens: int | None = None
+
+    @property
+    def skipped(self) -> bool:
+        return self.inference is None
+
+    @property
+    def tg(self) -> float | None:
+        stat = self.inference.tg if self.inference else None
+        return stat.mean if stat else None
+
+    @property
+    def pp(self) -> float | None:
+        stat = self.inference.pp if self.inference else None
+        return stat.mean if stat else None
+
+    def has(self, kind: FlagKind) -> bool:
+        return any(f.kind == kind for f in self.flags)
+
+
+@dataclass(frozen=True)
+class Quality:
+    """tool-eval-bench's score: points P of M and the N/100 score (the seed's `P/M (N/100)`)."""
+
+    points: int | None
+    max_points: int | None
+    score: int | None
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        pm = f"{self.points}/{self.max_points}" if self.points is not None else "?"
+        return f"{pm} ({self.score}/100)" if self.score is not None else pm
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Everything that could skew the numbers, recorded with them."""
+
+    client_host: str
+    client_link: str
+    prefix_cache_mode: str
+    concurrency_semantics: str
+    driver: str
+    endpoint: str
+    model: str
+    engine_image: str = ""
+    recipe_hash: str = ""
+    latency_mode: str = "api"
+    latency_ms: float = 0.0
+    time_scale: float = 1.0
+
+
+@dataclass(frozen=True)
+class Report:
+    label: str
+    created: str  # UTC, YYYY-MM-DD_HHMMSS
+    lane: str
+    cluster: str
+    environment: Environment
+    points: tuple[PointResult, ...]
+    quality: Quality | None = None
+    warnings: tuple[str, ...] = ()
+    baseline: str = ""  # the lane's previous report file, if any
+    schema: str = SCHEMA
+
+    @property
+    def stem(self) -> str:
+        return f"{self.created}_{self.label}"
+
+    def point(self, depth: int, concurrency: int) -> PointResult | None:
+        for p in self.points:
+            if p.spec.depth == depth and p.spec.concurrency == concurrency:
+                return p
+        return None
+
+
+def to_json(value: Any) -> Any:
+    """A model (or tuple of them) as JSON-ready Python data."""
+    return TypeAdapter(type(value)).dump_python(value, mode="json")
+
+
+def from_json(kind: type[T], data: Any) -> T:
+    return TypeAdapter(kind).validate_python(data)

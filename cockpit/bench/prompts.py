@@ -1,0 +1,69 @@
+"""Bench prompts cut from a token corpus, as llama-benchy's `PromptGenerator` does.
+
+A (context, prompt) pair is a random window of `depth + pp` corpus tokens decoded back to text, so
+with the engine's own tokenizer the counts are exact (the engine's `usage` stays the truth the
+driver records). The corpus is a deterministic book of pseudo-words: the same text is served to
+llama-benchy (`--book-url`) so both drivers measure the same kind of prompt.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from functools import cache
+from pathlib import Path
+
+from tokenizers import Tokenizer
+
+_SYLLABLES = (
+    "an", "ber", "cal", "do", "en", "fir", "gan", "hol", "is", "jun", "ka", "lor", "men", "nu",
+    "o", "par", "qua", "ril", "sen", "tu", "ul", "ven", "wen", "xa", "yor", "zel",
+)  # fmt: skip
+
+
+@cache
+def book_text(chars: int = 400_000, seed: int = 1859) -> str:
+    """A deterministic public-domain-free "book": sentences of pseudo-words, `chars` long."""
+    rng = random.Random(seed)
+    parts: list[str] = []
+    size = 0
+    while size < chars:
+        words = [
+            "".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(1, 3)))
+            for _ in range(rng.randint(5, 14))
+        ]
+        sentence = " ".join(words).capitalize() + ". "
+        parts.append(sentence)
+        size += len(sentence)
+    return "".join(parts)[:chars]
+
+
+def load_tokenizer(directory: Path) -> Tokenizer:
+    """A Hugging Face tokenizer from a directory holding `tokenizer.json` (or that file)."""
+    path = directory if directory.is_file() else directory / "tokenizer.json"
+    return Tokenizer.from_file(str(path))
+
+
+class PromptMaker:
+    """Cuts (context, prompt) pairs of exact token sizes from the book."""
+
+    def __init__(self, tokenizer: Tokenizer, seed: int = 0) -> None:
+        self._tokenizer = tokenizer
+        self._tokens = tokenizer.encode(book_text(), add_special_tokens=False).ids
+        self._rng = random.Random(seed)
+
+    def count(self, text: str) -> int:
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def pair(self, pp: int, depth: int, unique: bool = False) -> tuple[str, str]:
+        """`depth` context tokens and `pp` prompt tokens; `unique` appends a uuid (no-cache)."""
+        suffix = f" {uuid.uuid4()}" if unique else ""
+        text_pp = max(0, pp - (self.count(suffix) if suffix else 0))
+        needed = text_pp + depth
+        tokens = self._tokens
+        if len(tokens) < needed + 1:
+            tokens = tokens * (needed // len(tokens) + 2)
+        start = self._rng.randrange(0, len(tokens) - needed)
+        window = tokens[start : start + needed]
+        context = self._tokenizer.decode(window[:depth]) if depth else ""
+        return context, self._tokenizer.decode(window[depth:]) + suffix

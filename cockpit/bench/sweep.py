@@ -1,0 +1,326 @@
+"""The built-in driver: runs bench points against an OpenAI-compatible endpoint, as events.
+
+Per point, llama-benchy's loop: one warm-up run that is not recorded, then `runs` measured runs,
+each a batch of `concurrency` simultaneous streams. At depth > 0 a warm point first sends the
+context alone (the context load, reported as `ctx_pp`), then context + prompt; a `--cold` point
+sends context + prompt as one request (the old behaviour, kept to reproduce old numbers).
+
+A `MetricsSampler` scrapes `/metrics` throughout, feeding the honesty checks (what the engine did
+during each decode window) and the watchdog: a point that hangs is cancelled with its forensics
+recorded, retried once, then skipped, and the sweep goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+
+from cockpit.bench import forensics, honesty
+from cockpit.bench.client import Clock, measure_latency, stream_chat
+from cockpit.bench.events import (
+    OP,
+    BenchWarning,
+    PointFinished,
+    PointStarted,
+    RequestProgress,
+)
+from cockpit.bench.method import RequestTiming, phase_stats
+from cockpit.bench.models import (
+    EngineObservation,
+    Flag,
+    FlagKind,
+    HangRecord,
+    PointResult,
+    PointSpec,
+)
+from cockpit.bench.prompts import PromptMaker, load_tokenizer
+from cockpit.bench.watch import MetricsSampler, Watchdog
+from cockpit.ops.events import OpEvent, Planned
+
+PROGRESS_EVERY = 8  # tokens between two RequestProgress events of one stream
+
+
+@dataclass(frozen=True)
+class DriverConfig:
+    base_url: str
+    model: str
+    points: tuple[PointSpec, ...]
+    tokenizer_dir: Path
+    runs: int = 3
+    warmup: bool = True
+    time_scale: float = 1.0
+    hang_timeout_s: float = 300.0
+    metrics_interval_s: float = 0.1
+    retries: int = 1
+    seed: int = 0
+    request_timeout_s: float = 3600.0
+
+
+@dataclass
+class SweepOutcome:
+    """Filled in by `run_points` while it yields: what the report needs besides the points."""
+
+    latency_s: float = 0.0
+    results: list[PointResult] | None = None
+
+
+class _Hung(Exception):
+    pass
+
+
+class BuiltinDriver:
+    """Runs points; `events()` is the async generator the bench operation forwards."""
+
+    name = "builtin"
+
+    def __init__(self, cfg: DriverConfig, lane: str = "", cluster: str = "") -> None:
+        self.cfg = cfg
+        self.lane, self.cluster = lane, cluster
+        self.clock = Clock(cfg.time_scale)
+        self.outcome = SweepOutcome(results=[])
+        self._maker = PromptMaker(load_tokenizer(cfg.tokenizer_dir), seed=cfg.seed)
+        self._tasks: set[asyncio.Task[RequestTiming]] = set()
+        self._latency = 0.0
+
+    def _ev(self, cls: type[OpEvent], **kw: object) -> OpEvent:
+        return cls(op=OP, lane=self.lane, cluster=self.cluster, **kw)  # type: ignore[arg-type]
+
+    async def events(self) -> AsyncIterator[OpEvent]:
+        cfg = self.cfg
+        limits = httpx.Limits(max_connections=max(p.concurrency for p in cfg.points) + 5)
+        timeout = httpx.Timeout(cfg.request_timeout_s, connect=30.0)
+        yield self._ev(Planned, steps=tuple(p.label for p in cfg.points), summary=cfg.base_url)
+        async with httpx.AsyncClient(limits=limits, timeout=timeout) as http:
+            sampler = MetricsSampler(http, cfg.base_url, self.clock, cfg.metrics_interval_s)
+            watchdog = Watchdog(sampler, cfg.hang_timeout_s)
+            sampling = asyncio.create_task(sampler.run())
+            try:
+                self._latency = await measure_latency(http, cfg.base_url, self.clock)
+                self.outcome.latency_s = self._latency
+                for index, spec in enumerate(cfg.points):
+                    yield self._ev(PointStarted, point=spec, index=index, total=len(cfg.points))
+                    result: PointResult | None = None
+                    async for event in self._point_with_watchdog(http, spec, sampler, watchdog):
+                        if isinstance(event, PointFinished):
+                            result = event.result
+                        yield event
+                    assert result is not None
+                    assert self.outcome.results is not None
+                    self.outcome.results.append(result)
+            finally:
+                sampling.cancel()
+                for task in list(self._tasks):
+                    task.cancel()
+                await asyncio.gather(sampling, *self._tasks, return_exceptions=True)
+
+    async def _point_with_watchdog(
+        self,
+        http: httpx.AsyncClient,
+        spec: PointSpec,
+        sampler: MetricsSampler,
+        watchdog: Watchdog,
+    ) -> AsyncIterator[OpEvent]:
+        hangs: list[HangRecord] = []
+        port = urlsplit(self.cfg.base_url).port or 80
+        while True:
+            queue: asyncio.Queue[OpEvent] = asyncio.Queue()
+            watchdog.touch()
+            task = asyncio.create_task(self._point(http, spec, sampler, watchdog, queue.put_nowait))
+            hung_for = 0.0
+            while not task.done():
+                getter = asyncio.create_task(queue.get())
+                await asyncio.wait({task, getter}, timeout=0.2, return_when="FIRST_COMPLETED")
+                if getter.done():
+                    yield getter.result()
+                    continue
+                getter.cancel()
+                if watchdog.hung():
+                    hung_for = watchdog.idle_s()
+                    record = forensics.collect(
+                        port,
+                        tasks=list(self._tasks),
+                        idle_s=hung_for,
+                        engine_note=sampler.note(),
+                    )
+                    task.cancel()
+                    await asyncio.gather(task, return_exceptions=True)
+                    hangs.append(HangRecord(hung_for, "", record))
+                    break
+            while not queue.empty():
+                yield queue.get_nowait()
+            if not hung_for:
+                result = task.result()
+                if hangs:
+                    hangs = [replace(h, action="retried") for h in hangs]
+                    result = replace(
+                        result,
+                        hangs=tuple(hangs),
+                        flags=(*result.flags, _hang_flag(spec, hangs, retried=True)),
+                    )
+                yield self._ev(PointFinished, result=result)
+                return
+            retry = len(hangs) <= self.cfg.retries
+            yield self._ev(
+                BenchWarning,
+                message=f"{spec.label}: hung for {hung_for:.0f} s (no client progress, no "
+                f"engine counter movement); {'retrying once' if retry else 'skipped'}",
+                point=spec,
+                hang=hangs[-1],
+            )
+            if not retry:
+                hangs = [replace(h, action="skipped") for h in hangs]
+                flag = _hang_flag(spec, hangs, retried=False)
+                yield self._ev(
+                    PointFinished,
+                    result=PointResult(spec, None, hangs=tuple(hangs), flags=(flag,)),
+                )
+                return
+
+    async def _point(
+        self,
+        http: httpx.AsyncClient,
+        spec: PointSpec,
+        sampler: MetricsSampler,
+        watchdog: Watchdog,
+        emit: Callable[[OpEvent], None],
+    ) -> PointResult:
+        cfg = self.cfg
+        ctx_batches: list[list[RequestTiming]] = []
+        inf_batches: list[list[RequestTiming]] = []
+        observations: list[EngineObservation] = []
+        worst_stagger, worst_window = 0.0, 0.0
+        for run in range(cfg.runs + (1 if cfg.warmup else 0)):
+            is_warmup = cfg.warmup and run == 0
+            pairs = [
+                self._maker.pair(spec.pp, spec.depth, unique=spec.cold)
+                for _ in range(spec.concurrency)
+            ]
+            if spec.warm_prefix:
+                loads = [(context, "") for context, _ in pairs]
+                phase = "warmup" if is_warmup else "context"
+                batch = await self._batch(http, spec, run, phase, loads, spec.depth, watchdog, emit)
+                if not is_warmup:
+                    ctx_batches.append(batch)
+            expected = spec.pp if spec.warm_prefix else spec.pp + spec.depth
+            phase = "warmup" if is_warmup else "inference"
+            batch = await self._batch(http, spec, run, phase, pairs, expected, watchdog, emit)
+            if is_warmup:
+                continue
+            inf_batches.append(batch)
+            window = honesty.decode_window(batch)
+            if window is None:
+                continue
+            await sampler.scrape()  # one sample right after the window closes
+            observed = honesty.observe(sampler.window(*window), window)
+            if observed is not None:
+                observations.append(observed)
+            stagger, span = honesty.first_token_stagger(batch), window[1] - window[0]
+            if span > 0 and stagger / span >= (worst_stagger / worst_window if worst_window else 0):
+                worst_stagger, worst_window = stagger, span
+        inference = phase_stats(inf_batches, self._latency, spec.concurrency)
+        engine = honesty.merge_observations(observations)
+        flags: list[Flag] = []
+        flag = honesty.prefill_in_decode(spec, engine, worst_stagger, worst_window)
+        if flag is not None:
+            flags.append(flag)
+        if inference.errors:
+            first = next(r.error for b in inf_batches for r in b if r.error)
+            flags.append(
+                Flag(
+                    FlagKind.ERRORS,
+                    f"{inference.errors} of {inference.requests} requests failed: {first}",
+                )
+            )
+        usage = [r.usage_prompt_tokens for b in inf_batches for r in b if r.usage_prompt_tokens]
+        return PointResult(
+            spec,
+            inference,
+            context=phase_stats(ctx_batches, self._latency, spec.concurrency)
+            if ctx_batches
+            else None,
+            engine=engine,
+            flags=tuple(flags),
+            usage_prompt_tokens=round(sum(usage) / len(usage)) if usage else None,
+        )
+
+    async def _batch(
+        self,
+        http: httpx.AsyncClient,
+        spec: PointSpec,
+        run: int,
+        phase: str,
+        pairs: list[tuple[str, str]],
+        expected: int,
+        watchdog: Watchdog,
+        emit: Callable[[OpEvent], None],
+    ) -> list[RequestTiming]:
+        """One batch: `concurrency` streams sent together, awaited together."""
+
+        def progress(stream: int) -> Callable[[int], None]:
+            def on_tokens(count: int) -> None:
+                watchdog.touch()
+                if count == 1 or count % PROGRESS_EVERY == 0:
+                    emit(self._progress(spec, run, stream, phase, count))
+
+            return on_tokens
+
+        watchdog.touch()
+        tasks = [
+            asyncio.create_task(
+                stream_chat(
+                    http,
+                    self.cfg.base_url,
+                    self.cfg.model,
+                    context,
+                    prompt,
+                    spec.tg,
+                    expected,
+                    self.clock,
+                    progress(stream),
+                )
+            )
+            for stream, (context, prompt) in enumerate(pairs)
+        ]
+        self._tasks.update(tasks)
+        try:
+            results = await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+                self._tasks.discard(task)
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.gather(*tasks, return_exceptions=True)
+        watchdog.touch()
+        for stream, timing in enumerate(results):
+            emit(self._progress(spec, run, stream, phase, timing.total_tokens, done=True))
+        return list(results)
+
+    def _progress(
+        self, spec: PointSpec, run: int, stream: int, phase: str, tokens: int, done: bool = False
+    ) -> OpEvent:
+        return self._ev(
+            RequestProgress,
+            point=spec,
+            run=run,
+            stream=stream,
+            phase=phase,
+            tokens=tokens,
+            done=done,
+        )
+
+
+def _hang_flag(spec: PointSpec, hangs: list[HangRecord], retried: bool) -> Flag:
+    outcome = "the retry completed" if retried else "skipped after a retry"
+    return Flag(
+        FlagKind.HUNG,
+        f"{spec.label} hung {len(hangs)}× (no client progress and no engine counter movement "
+        f"for {hangs[0].after_s:.0f} s); {outcome}; forensics recorded in the report",
+        "check the client host (stuck tool, buffered output) and the engine (/health, a tiny "
+        "chat: `cockpit probe`)",
+    )

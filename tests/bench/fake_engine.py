@@ -1,0 +1,85 @@
+"""A tiny OpenAI-style streaming server for driver tests that need no simulated scheduler.
+
+Tokens are one character each (the shipped byte-level tokenizer); decode runs at `tg_tps` tokens/s
+and prefill at `pp_tps` (wall time); `/metrics` exposes vLLM's counters; `hang` makes every new
+completion hang silently after the headers, as a stuck client or engine would look.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+MODEL = "fake-model"
+
+
+@dataclass
+class FakeEngine:
+    pp_tps: float = 200_000.0
+    tg_tps: float = 100.0
+    hang: bool = False
+    prompt_tokens: int = 0
+    generation_tokens: int = 0
+    running: int = 0
+    finished: int = 0
+    requests: list[dict] = field(default_factory=list)
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/v1/models", self.models)
+        app.router.add_post("/v1/chat/completions", self.chat)
+        app.router.add_get("/metrics", self.metrics)
+        return app
+
+    async def models(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
+
+    async def metrics(self, request: web.Request) -> web.Response:
+        labels = f'{{model_name="{MODEL}",engine="0"}}'
+        text = (
+            f"vllm:num_requests_running{labels} {self.running}\n"
+            f"vllm:num_requests_waiting{labels} 0\n"
+            f"vllm:prompt_tokens_total{labels} {self.prompt_tokens}\n"
+            f"vllm:generation_tokens_total{labels} {self.generation_tokens}\n"
+            f'vllm:request_success_total{{model_name="{MODEL}",engine="0",finished_reason="length"}} '
+            f"{self.finished}\n"
+        )
+        return web.Response(text=text)
+
+    async def chat(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.requests.append(body)
+        prompt = sum(len(m["content"]) + 10 for m in body["messages"])
+        max_tokens = int(body["max_tokens"])
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        if self.hang:
+            await asyncio.sleep(3600)
+        self.running += 1
+        try:
+            await asyncio.sleep(prompt / self.pp_tps)
+            self.prompt_tokens += prompt
+
+            async def send(obj: dict) -> None:
+                await resp.write(f"data: {json.dumps(obj)}\n\n".encode())
+
+            base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": MODEL}
+            await send(
+                {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}
+            )
+            for i in range(max_tokens):
+                if i:
+                    await asyncio.sleep(1 / self.tg_tps)
+                self.generation_tokens += 1
+                choice = {"index": 0, "delta": {"content": "x"}, "token_ids": [120]}
+                await send({**base, "choices": [choice]})
+            usage = {"prompt_tokens": prompt, "completion_tokens": max_tokens}
+            await send({**base, "choices": [], "usage": usage})
+            await resp.write(b"data: [DONE]\n\n")
+            self.finished += 1
+        finally:
+            self.running -= 1
+        return resp
