@@ -1,0 +1,205 @@
+"""`cockpit sim ...` (a simulated fleet in the background) and `cockpit demo` (one for this run)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import tempfile
+import threading
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from cockpit.sim.fleet import SimFleet, default_dir
+
+console = Console(highlight=False, soft_wrap=True)
+
+dir_option = click.option(
+    "--dir",
+    "root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Fleet folder (default: the user runtime dir + /sim).",
+)
+
+
+def _root(root: Path | None) -> Path:
+    return (root or default_dir()).expanduser().resolve()
+
+
+def _fleet_options(func: click.decorators.FC) -> click.decorators.FC:
+    for option in reversed(
+        [
+            click.option("--nodes", type=click.IntRange(1, 64), default=8, show_default=True),
+            click.option(
+                "--speed",
+                type=click.FloatRange(min=0.01),
+                default=1.0,
+                show_default=True,
+                help="Simulated time runs this many times faster.",
+            ),
+            click.option(
+                "--server",
+                type=click.Choice(["asyncssh", "openssh"]),
+                default="asyncssh",
+                show_default=True,
+                help="SSH server of every node.",
+            ),
+            click.option(
+                "--link-mbps",
+                type=click.FloatRange(min=0.001),
+                default=None,
+                help="Node-to-node link rate (Mbit/s of real image bytes) for `ssh PEER`.",
+            ),
+        ]
+    ):
+        func = option(func)
+    return func
+
+
+def _summary(fleet: SimFleet) -> Table:
+    stopped = set(fleet.status().get("stopped", []))  # type: ignore[call-overload]
+    table = Table(title=f"simulated fleet in {fleet.root}", title_justify="left")
+    for column in ("node", "ssh endpoint", "state", "images", "containers"):
+        table.add_column(column)
+    for node in fleet.nodes:
+        node_dir = fleet.node_dir(node.name)
+        containers = json.loads((node_dir / "containers.json").read_text())
+        running = sum(1 for c in containers if c["State"].get("Running"))
+        table.add_row(
+            node.name,
+            f"{node.host}:{node.port}",
+            "[red]stopped[/red]" if node.name in stopped else "[green]up[/green]",
+            str(len(fleet.images(node.name))),
+            f"{running} running / {len(containers)}",
+        )
+    return table
+
+
+@click.group()
+def sim() -> None:
+    """A simulated DGX Spark fleet on loopback SSH endpoints (for the demo and the tests)."""
+
+
+@sim.command()
+@dir_option
+@_fleet_options
+def up(root: Path | None, nodes: int, speed: float, server: str, link_mbps: float | None) -> None:
+    """Start the fleet in the background and write its inventory into DIR."""
+    fleet = SimFleet(
+        _root(root),
+        nodes,
+        speed=speed,
+        server=server,  # type: ignore[arg-type]
+        link_mbps=link_mbps,
+    )
+    fleet.start()
+    console.print(
+        f"{nodes} simulated nodes up ({server}, port {fleet.port}); inventory: {fleet.root}\n"
+        f"try: cockpit --inventory {fleet.root} status"
+    )
+
+
+@sim.command()
+@dir_option
+def down(root: Path | None) -> None:
+    """Stop the fleet in DIR: its servers and every container process."""
+    fleet = SimFleet.attach(_root(root))
+    fleet.stop()
+    left = fleet.leftover_processes()
+    console.print(
+        f"fleet in {fleet.root} stopped" + (f" ({len(left)} processes left!)" * bool(left))
+    )
+
+
+@sim.command("status")
+@dir_option
+def sim_status(root: Path | None) -> None:
+    """Nodes of the fleet in DIR, their endpoints and containers."""
+    fleet = SimFleet.attach(_root(root))
+    if not fleet.running:
+        console.print(f"no simulated fleet runs in {fleet.root}")
+        raise SystemExit(1)
+    console.print(_summary(fleet))
+
+
+@sim.command("stop-node")
+@click.argument("node")
+@dir_option
+def stop_node(node: str, root: Path | None) -> None:
+    """Take NODE's SSH endpoint down (clients see it unreachable)."""
+    SimFleet.attach(_root(root)).stop_node(node)
+    console.print(f"{node}: ssh endpoint stopped")
+
+
+@sim.command("start-node")
+@click.argument("node")
+@dir_option
+def start_node(node: str, root: Path | None) -> None:
+    """Bring NODE's SSH endpoint back."""
+    SimFleet.attach(_root(root)).start_node(node)
+    console.print(f"{node}: ssh endpoint started")
+
+
+@sim.command("corrupt-snapshot")
+@click.argument("node")
+@click.argument("repo")
+@dir_option
+def corrupt_snapshot(node: str, repo: str, root: Path | None) -> None:
+    """Make NODE's copy of model REPO differ from the others (its config.json changes)."""
+    path = SimFleet.attach(_root(root)).corrupt_snapshot(node, repo)
+    console.print(f"{node}: altered {path}")
+
+
+@sim.command()
+@click.argument("node")
+@click.argument("fault")
+@click.option("--off", is_flag=True, help="Clear the fault instead of setting it.")
+@dir_option
+def fault(node: str, fault: str, off: bool, root: Path | None) -> None:
+    """Set (or clear) a named fault in NODE's node.json, read by the simulated engine."""
+    SimFleet.attach(_root(root)).set_fault(node, fault, not off)
+    console.print(f"{node}: fault {fault} {'cleared' if off else 'set'}")
+
+
+@click.command()
+@_fleet_options
+@click.pass_context
+def demo(
+    ctx: click.Context, nodes: int, speed: float, server: str, link_mbps: float | None
+) -> None:
+    """Start a simulated fleet for the lifetime of this command and show it; Ctrl-C ends both."""
+    with tempfile.TemporaryDirectory(prefix="cockpit-demo-") as tmp:
+        fleet = SimFleet(
+            Path(tmp),
+            nodes,
+            speed=speed,
+            server=server,  # type: ignore[arg-type]
+            link_mbps=link_mbps,
+        )
+        with fleet:
+            _show(ctx, fleet)
+            console.print("demo fleet running; Ctrl-C to stop it")
+            stop = threading.Event()
+            signal.signal(signal.SIGTERM, lambda *_: stop.set())
+            with contextlib.suppress(KeyboardInterrupt):
+                stop.wait()
+        console.print("demo fleet stopped")
+
+
+def _show(ctx: click.Context, fleet: SimFleet) -> None:
+    """`cockpit status` on the fleet when that command exists, else the fleet summary."""
+    root_cli = ctx.find_root().command
+    status = root_cli.commands.get("status") if isinstance(root_cli, click.Group) else None
+    if status is None:
+        console.print(_summary(fleet))
+        return
+    ctx.obj = {**(ctx.obj or {}), "inventory": fleet.inventory_dir}
+    with contextlib.suppress(click.exceptions.Exit):
+        ctx.invoke(status)
+
+
+COMMANDS = [sim, demo]
