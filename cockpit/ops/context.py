@@ -1,0 +1,88 @@
+"""What every operation needs: the inventory, the SSH pool, the boot history, and event helpers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cockpit.config import Inventory
+from cockpit.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED
+from cockpit.ops.events import Finished, Notice, Progress, Severity, StepFinished, StepStarted
+from cockpit.ops.history import BootHistory
+from cockpit.ops.locks import LOCK_TTL_S
+from cockpit.ssh import SshPool
+
+
+@dataclass
+class OpContext:
+    """One cockpit's handle on the fleet; operations borrow it, the caller closes the pool."""
+
+    inventory: Inventory
+    pool: SshPool
+    history: BootHistory = field(default_factory=BootHistory.default)
+    lock_ttl_s: float = LOCK_TTL_S
+    sync_width: int = 1  # relay chains fed by the source (1: one chain; peers: a star)
+
+    @property
+    def production_clusters(self) -> frozenset[str]:
+        return frozenset(n for n, c in self.inventory.clusters.items() if c.production)
+
+
+@dataclass(frozen=True)
+class Emit:
+    """Builds the events of one operation on one lane/cluster (fills op, lane, cluster)."""
+
+    op: str
+    lane: str = ""
+    cluster: str = ""
+
+    def _kw(self) -> dict[str, str]:
+        return {"op": self.op, "lane": self.lane, "cluster": self.cluster}
+
+    def started(self, step: str, node: str | None = None) -> StepStarted:
+        return StepStarted(step=step, node=node, **self._kw())
+
+    def finished(
+        self, step: str, node: str | None = None, ok: bool = True, detail: str = ""
+    ) -> StepFinished:
+        return StepFinished(step=step, node=node, ok=ok, detail=detail, **self._kw())
+
+    def progress(self, step: str, node: str | None = None, **values: object) -> Progress:
+        return Progress(step=step, node=node, **values, **self._kw())  # type: ignore[arg-type]
+
+    def notice(
+        self, message: str, node: str | None = None, line: str = "", error: bool = False
+    ) -> Notice:
+        severity = Severity.ERROR if error else Severity.WARNING
+        return Notice(severity=severity, message=message, node=node, line=line, **self._kw())
+
+    def info(self, message: str, node: str | None = None) -> Notice:
+        return Notice(severity=Severity.INFO, message=message, node=node, **self._kw())
+
+    def end(self, outcome: Outcome) -> Finished:
+        return Finished(
+            ok=outcome.code == EXIT_OK,
+            summary=outcome.summary,
+            exit_code=outcome.code,
+            **self._kw(),
+        )
+
+
+@dataclass
+class Outcome:
+    """How a sub-operation ended; operations that compose others (switch) read it."""
+
+    code: int = EXIT_OK
+    summary: str = ""
+
+    def refuse(self, summary: str) -> None:
+        self.code, self.summary = EXIT_REFUSED, summary
+
+    def fail(self, summary: str) -> None:
+        self.code, self.summary = EXIT_FAILED, summary
+
+    def done(self, summary: str) -> None:
+        self.code, self.summary = EXIT_OK, summary
+
+    @property
+    def ok(self) -> bool:
+        return self.code == EXIT_OK

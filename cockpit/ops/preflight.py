@@ -1,0 +1,247 @@
+"""Preflight of a launch: facts from the nodes → every failed check at once, each with its fix.
+
+Pure: the facts were gathered before (see `cockpit.ops.facts`); nothing here touches a node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from cockpit.ops.facts import NodeFacts, lanes_running, port_taken
+from cockpit.plan import LanePlan
+
+
+@dataclass(frozen=True)
+class CheckFailure:
+    """One failed check: what is wrong, on which nodes, and what the operator can do."""
+
+    check: str
+    message: str
+    fix: str
+    nodes: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return f"{self.message} — fix: {self.fix}"
+
+
+def _nodes(names: list[str]) -> str:
+    return ", ".join(names)
+
+
+def _sha_problem(pin: str | None, got: str | None, label: str) -> str | None:
+    if pin is None:
+        return None
+    if got is None:
+        return f"{label} missing"
+    if not got.startswith(pin.lower()):
+        return f"{label} sha256 {got[:12]}… does not match the pin {pin}"
+    return None
+
+
+def check_reachable(facts: Mapping[str, NodeFacts]) -> list[CheckFailure]:
+    return [
+        CheckFailure(
+            "reachable",
+            f"{node} is unreachable: {fact.unreachable}",
+            f"check that {node} is up and its sshd answers (`ssh {node} true`)",
+            (node,),
+        )
+        for node, fact in facts.items()
+        if not fact.reachable
+    ]
+
+
+def check_recipe_cluster(plan: LanePlan) -> list[CheckFailure]:
+    recipe, cluster = plan.recipe, plan.cluster
+    if cluster.name in recipe.lane.clusters:
+        return []
+    return [
+        CheckFailure(
+            "recipe",
+            f"recipe {recipe.name} is not qualified for cluster {cluster.name} "
+            f"(its clusters: {', '.join(recipe.lane.clusters)})",
+            f"use --cluster {recipe.lane.clusters[0]}, or add {cluster.name} to [lane] clusters",
+        )
+    ]
+
+
+def check_image(
+    plan: LanePlan, facts: Mapping[str, NodeFacts], will_sync: bool
+) -> list[CheckFailure]:
+    """The image present by digest everywhere, and the same image id on every node."""
+    image = plan.recipe.image
+    reachable = {n: f for n, f in facts.items() if f.reachable}
+    missing = [n for n, f in reachable.items() if not f.has_digest]
+    failures = []
+    if missing and not will_sync:
+        failures.append(
+            CheckFailure(
+                "image",
+                f"image {image.ref} is not present by digest on {_nodes(missing)}",
+                f"cockpit sync-image --recipe {plan.recipe.name} --cluster {plan.cluster.name} "
+                "(or launch with --sync-image)",
+                tuple(missing),
+            )
+        )
+    wrong = [
+        n
+        for n, f in reachable.items()
+        if f.image_id and image.image_id and not _same_id(f.image_id, image.image_id)
+    ]
+    if wrong:
+        failures.append(
+            CheckFailure(
+                "image",
+                f"{image.ref} resolves to another image id than the recipe's {image.image_id} "
+                f"on {_nodes(wrong)}",
+                "re-sync the image from a node with the right id (sync-image --from NODE)",
+                tuple(wrong),
+            )
+        )
+    return failures
+
+
+def _same_id(got: str, pin: str) -> bool:
+    return got.removeprefix("sha256:").startswith(pin.removeprefix("sha256:"))
+
+
+def check_lanes(
+    plan: LanePlan,
+    facts: Mapping[str, NodeFacts],
+    production_clusters: frozenset[str],
+    replacing: frozenset[str] = frozenset(),
+) -> list[CheckFailure]:
+    """No other lane's running containers on these nodes; our own lane must not run already."""
+    failures = []
+    for lane, where in sorted(lanes_running(facts).items()):
+        if lane in replacing:
+            continue
+        nodes = sorted(where)
+        clusters = sorted({c for c in where.values() if c})
+        on = f" (cluster {', '.join(clusters)})" if clusters else ""
+        if lane == plan.recipe.name:
+            failures.append(
+                CheckFailure(
+                    "lane",
+                    f"lane {lane} already runs on {_nodes(nodes)}{on}",
+                    f"cockpit stop --lane {lane} first",
+                    tuple(nodes),
+                )
+            )
+            continue
+        prod = [c for c in clusters if c in production_clusters]
+        what = f"production lane {lane}" if prod else f"lane {lane}"
+        failures.append(
+            CheckFailure(
+                "lane",
+                f"{what} runs on {_nodes(nodes)}{on}"
+                + (": a production cluster must be down first" if prod else ""),
+                f"cockpit switch --recipe {plan.recipe.name} --cluster {plan.cluster.name} "
+                f"(stops {lane} and launches), or cockpit stop --lane {lane}",
+                tuple(nodes),
+            )
+        )
+    return failures
+
+
+def check_snapshot(plan: LanePlan, facts: Mapping[str, NodeFacts]) -> list[CheckFailure]:
+    model = plan.recipe.model
+    failures = []
+    absent = [n for n, f in facts.items() if f.reachable and not f.snapshot_present]
+    if absent:
+        failures.append(
+            CheckFailure(
+                "snapshot",
+                f"model snapshot {model.repo}@{model.revision} is not in the model cache "
+                f"on {_nodes(absent)}",
+                "download it into the cache (huggingface-cli download "
+                f"{model.repo} --revision {model.revision}) or mount the shared cache",
+                tuple(absent),
+            )
+        )
+    for node, fact in facts.items():
+        if not fact.reachable or not fact.snapshot_present:
+            continue
+        problems = [
+            p
+            for p in (
+                _sha_problem(model.config_sha256, fact.config_sha256, "config.json"),
+                _sha_problem(model.index_sha256, fact.index_sha256, "index"),
+            )
+            if p
+        ]
+        if problems:
+            failures.append(
+                CheckFailure(
+                    "snapshot",
+                    f"snapshot on {node}: {'; '.join(problems)}",
+                    f"re-download {model.repo}@{model.revision} on {node}, or fix the pins",
+                    (node,),
+                )
+            )
+    return failures
+
+
+def check_port(
+    plan: LanePlan, facts: Mapping[str, NodeFacts], head_node: str
+) -> list[CheckFailure]:
+    fact = facts.get(head_node)
+    if fact is None or not fact.reachable:
+        return []
+    if not port_taken(fact.listening, plan.head_addr, plan.serve_port):
+        return []
+    return [
+        CheckFailure(
+            "port",
+            f"port {plan.serve_port} is already taken on {head_node} ({plan.head_addr})",
+            f"stop what listens there (`ss -ltnp 'sport = :{plan.serve_port}'` on {head_node}) "
+            "or set another serve_port for the cluster",
+            (head_node,),
+        )
+    ]
+
+
+def check_gpus(facts: Mapping[str, NodeFacts]) -> list[CheckFailure]:
+    """GPU processes the cockpit's lanes do not explain (a lane's own are reported as lanes)."""
+    failures = []
+    for node, fact in facts.items():
+        if not fact.reachable or not fact.gpu_apps:
+            continue
+        if any(r.labels.get("cockpit.lane") for r in fact.running()):
+            continue  # a lane's own GPU use: reported by check_lanes, or about to be stopped
+        apps = ", ".join(f"{a.process_name} (pid {a.pid})" for a in fact.gpu_apps)
+        failures.append(
+            CheckFailure(
+                "gpu",
+                f"GPU busy on {node}: {apps}",
+                f"stop those processes on {node}; the cockpit did not start them",
+                (node,),
+            )
+        )
+    return failures
+
+
+def preflight(
+    plan: LanePlan,
+    facts: Mapping[str, NodeFacts],
+    *,
+    production_clusters: frozenset[str] = frozenset(),
+    will_sync: bool = False,
+    replacing: frozenset[str] = frozenset(),
+) -> list[CheckFailure]:
+    """Every failed check for launching `plan`, given the facts of its nodes.
+
+    `will_sync`: a missing image is not a failure (it will be synced first); `replacing`: lanes
+    the caller is about to stop (a switch), whose containers and GPU use do not count.
+    """
+    head = plan.ranks[0].node
+    return [
+        *check_recipe_cluster(plan),
+        *check_reachable(facts),
+        *check_image(plan, facts, will_sync),
+        *check_lanes(plan, facts, production_clusters, replacing),
+        *check_snapshot(plan, facts),
+        *([] if replacing else check_port(plan, facts, head)),
+        *check_gpus(facts),
+    ]

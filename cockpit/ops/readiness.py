@@ -1,0 +1,55 @@
+"""Is a lane serving? `/health` answers 200 and a one-token chat completion comes back.
+
+The head's port is reached directly when its service address is on this machine's loopback
+(the simulated fleet, a cockpit running on the head), else through an SSH port forward.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+import httpx
+
+from cockpit.plan import LanePlan
+from cockpit.ssh import SshError, SshPool
+
+PROBE_TIMEOUT_S = 10.0
+
+
+def is_loopback(addr: str) -> bool:
+    try:
+        return ipaddress.ip_address(addr).is_loopback
+    except ValueError:
+        return addr == "localhost"
+
+
+async def base_url(pool: SshPool, plan: LanePlan) -> str:
+    """The URL this machine can use to reach the lane's API."""
+    if is_loopback(plan.head_addr):
+        return plan.endpoint
+    host, port = await pool.forward(plan.ranks[0].node, plan.head_addr, plan.serve_port)
+    return f"http://{host}:{port}"
+
+
+async def probe(url: str, model: str) -> str | None:
+    """None when the lane serves; else why not (one line)."""
+    try:
+        async with httpx.AsyncClient(base_url=url, timeout=PROBE_TIMEOUT_S) as client:
+            health = await client.get("/health")
+            if health.status_code != 200:
+                return f"/health answered {health.status_code}"
+            chat = await client.post(
+                "/v1/chat/completions",
+                json={
+                    "model": model,
+                    "messages": [{"role": "user", "content": "ping"}],
+                    "max_tokens": 1,
+                },
+            )
+            if chat.status_code != 200:
+                return f"chat completion answered {chat.status_code}: {chat.text[:120]}"
+            if not chat.json().get("choices"):
+                return "chat completion returned no choices"
+    except (httpx.HTTPError, ValueError, SshError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None

@@ -1,0 +1,186 @@
+"""`sync-image`: the lane's image copied node to node, its digest re-attached, its id verified.
+
+One `docker save` on the source feeds relay chains (see `sync_plan`); every peer then runs
+`docker pull repo@sha256:…` (the registry only confirms the manifest: the layers are local) to
+get back the RepoDigest that save/load drops (seed §1), and its image id is checked against the
+source's. A peer that failed is retried once from the source; the others complete regardless.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Sequence
+
+from cockpit.config.models import Recipe
+from cockpit.errors import InputError
+from cockpit.ops.context import Emit, OpContext, Outcome
+from cockpit.ops.events import OpEvent, Planned
+from cockpit.ops.facts import FactsCollector, NodeFacts
+from cockpit.ops.locks import NodeLocks, new_record
+from cockpit.ops.sync_plan import SyncPlan, parse_hop_line, plan_sync, relay_command
+from cockpit.ssh import SshError
+from cockpit.telemetry.docker_out import parse_image_inspect
+
+PULL_TIMEOUT_S = 120.0
+STEP = "transfer"
+
+
+async def survey(
+    ctx: OpContext, recipe: Recipe, nodes: Sequence[str], source: str | None
+) -> tuple[SyncPlan, dict[str, NodeFacts]]:
+    """Facts of the target nodes (and of the rest of the fleet when none holds the image)."""
+    collector = FactsCollector(ctx.pool, recipe, ctx.inventory.model_cache)
+    wanted = [*nodes, *([source] if source and source not in nodes else [])]
+    facts = await collector.collect(wanted)
+    if source is None and not any(f.has_digest for f in facts.values()):
+        others = [n for n in ctx.inventory.nodes if n not in facts]
+        facts |= await collector.collect(others)
+    return plan_sync(recipe.image.ref, nodes, facts, source=source, width=ctx.sync_width), facts
+
+
+async def _transfer(
+    ctx: OpContext, emit: Emit, plan: SyncPlan, chains: Sequence[Sequence[str]], total: int | None
+) -> AsyncIterator[OpEvent | dict[str, str]]:
+    """Run the relay on the source; yields progress events, then {peer: error} of the failures."""
+    peers = [p for chain in chains for p in chain]
+    for peer in peers:
+        yield emit.started(STEP, peer)
+    started = time.monotonic()
+    loaded: dict[str, int] = {}
+    errors: dict[str, str] = {}
+    stream = ctx.pool.stream(plan.source, relay_command(plan.ref, chains))
+    try:
+        async for line in stream:
+            hop = parse_hop_line(line)
+            if hop is None or hop.node not in peers:
+                continue
+            if hop.kind == "bytes":
+                elapsed = hop.seconds or (time.monotonic() - started)
+                rate = hop.bytes / elapsed if elapsed > 0 else None
+                eta = (total - hop.bytes) / rate if rate and total and total > hop.bytes else None
+                yield emit.progress(
+                    STEP, hop.node, done=float(hop.bytes), total=float(total) if total else None,
+                    unit="B", rate=rate, eta_s=eta,
+                )  # fmt: skip
+            elif hop.kind == "loaded":
+                loaded[hop.node] = hop.status
+            elif hop.kind == "error":
+                errors.setdefault(hop.node, hop.text)
+    except SshError as exc:
+        for peer in peers:
+            errors.setdefault(peer, f"relay from {plan.source} broken: {exc.reason}")
+    finally:
+        await stream.aclose()
+    failed = {}
+    for peer in peers:
+        if loaded.get(peer) == 0:
+            continue
+        failed[peer] = errors.get(peer) or (
+            f"docker load exited {loaded[peer]}" if peer in loaded else "stream cut before the end"
+        )
+    yield failed
+
+
+async def _reattach(ctx: OpContext, plan: SyncPlan, peer: str) -> str | None:
+    """Pull by digest (re-attaches RepoDigests) and verify the image id; None when good."""
+    try:
+        pulled = await ctx.pool.run(peer, ["docker", "pull", plan.ref], timeout=PULL_TIMEOUT_S)
+        if not pulled.ok:
+            return (pulled.stderr.strip().splitlines() or ["docker pull failed"])[-1]
+        shown = await ctx.pool.run(peer, ["docker", "image", "inspect", "--", plan.ref])
+    except SshError as exc:
+        return exc.reason
+    images = parse_image_inspect(shown.stdout)
+    if not images:
+        return f"{plan.ref} does not resolve after the pull"
+    if images[0].id != plan.image_id:
+        return f"image id {images[0].id[:19]} differs from the source's {plan.image_id[:19]}"
+    return None
+
+
+async def sync_core(
+    ctx: OpContext, emit: Emit, plan: SyncPlan, outcome: Outcome, size: int | None
+) -> AsyncIterator[OpEvent]:
+    """Transfer, re-attach, verify, retry failures once; sets `outcome`."""
+    started = time.monotonic()
+    failures: dict[str, str] = {}
+    pending = list(plan.transfer)
+    done: list[str] = []
+    for attempt in (1, 2):
+        if pending:
+            chains = plan.chains if attempt == 1 else [pending]
+            async for item in _transfer(ctx, emit, plan, chains, size):
+                if isinstance(item, dict):
+                    failures = item
+                else:
+                    yield item
+        candidates = [p for p in pending if p not in failures]
+        candidates += list(plan.reattach) if attempt == 1 else []
+        results = await asyncio.gather(*(_reattach(ctx, plan, p) for p in candidates))
+        for peer, problem in zip(candidates, results, strict=True):
+            if problem is None:
+                done.append(peer)
+                yield emit.finished(STEP, peer, detail="image id verified, digest attached")
+            else:
+                failures[peer] = problem
+        for peer, problem in failures.items():
+            retry = attempt == 1 and peer in plan.transfer
+            yield emit.finished(STEP, peer, ok=False, detail=problem)
+            yield emit.notice(
+                f"{peer}: {problem}" + (" — retrying once" if retry else ""), peer, error=not retry
+            )
+        pending = [p for p in failures if p in plan.transfer] if attempt == 1 else []
+        if attempt == 1:
+            failures = {p: why for p, why in failures.items() if p not in plan.transfer}
+        if not pending:
+            break
+    seconds = time.monotonic() - started
+    lost = sorted(set(plan.peers) - set(done))
+    if lost:
+        outcome.fail(
+            f"synced {len(done)}/{len(plan.peers)} peers in {seconds:.1f} s; "
+            f"failed: {', '.join(lost)}"
+        )
+    else:
+        outcome.done(
+            f"synced {len(done)} peer(s) from {plan.source} in {seconds:.1f} s"
+            if done
+            else "every node already holds the image by digest"
+        )
+
+
+async def sync_image(
+    ctx: OpContext, recipe: Recipe, cluster_name: str, source: str | None = None
+) -> AsyncIterator[OpEvent]:
+    """The `sync-image` operation (locks the source and the peers)."""
+    emit = Emit("sync", recipe.name, cluster_name)
+    outcome = Outcome()
+    try:
+        cluster = ctx.inventory.cluster(cluster_name)
+        if source is not None and source not in ctx.inventory.nodes:
+            raise InputError(f"unknown source node {source!r}")
+        plan, facts = await survey(ctx, recipe, cluster.nodes, source)
+    except InputError as exc:
+        yield Planned(steps=(), summary=str(exc), **emit._kw())
+        outcome.refuse(str(exc))
+        yield emit.end(outcome)
+        return
+    unreachable = [n for n in cluster.nodes if not facts[n].reachable]
+    yield Planned(steps=(STEP,), summary=plan.describe(), **emit._kw())
+    for node in unreachable:
+        yield emit.notice(f"{node} is unreachable: {facts[node].unreachable}", node, error=True)
+    locks = NodeLocks(ctx.pool, new_record("sync", recipe.name, ctx.lock_ttl_s))
+    refused = await locks.acquire([plan.source, *plan.peers])
+    if refused:
+        outcome.refuse("; ".join(str(r) for r in refused))
+        yield emit.end(outcome)
+        return
+    try:
+        async for event in sync_core(ctx, emit, plan, outcome, facts[plan.source].image_size):
+            yield event
+    finally:
+        await asyncio.shield(locks.release())
+    if unreachable and outcome.ok:
+        outcome.fail(f"{outcome.summary}; unreachable: {', '.join(unreachable)}")
+    yield emit.end(outcome)

@@ -1,0 +1,188 @@
+"""Image sync planning (pure): the source, the peers, and the node-to-node transfer topology.
+
+Topology: the source runs ONE `docker save` and feeds `width` relay chains. Each hop of a chain
+`tee`s the stream to the next hop over `ssh` while loading it itself (`docker load`), so bytes go
+node to node, never through the cockpit host, and the source's uplink carries `width` streams,
+not one per peer. width 1 is a pure chain (time ≈ one transfer + one hop latency per peer);
+width = number of peers is the classic parallel star (the source's uplink shared K ways).
+See `benchmarks/sync_fanout.py` for the measured difference.
+
+Each hop reports on stderr (which ssh carries back up the chain to the cockpit):
+  `@@dd NODE <dd status=progress line>`   bytes received so far,
+  `@@load NODE <exit status>`              `docker load` finished,
+  `@@err NODE <docker load error line>`.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from cockpit.errors import InputError
+from cockpit.ops.facts import NodeFacts
+
+# One hop: $1 this script, $2 image ref, $3 this node, $4 the rest of the chain ("a,b,c" or "").
+HOP_SCRIPT = r"""S=$1 ref=$2 me=$3 rest=$4
+down=
+if [ -n "$rest" ]; then
+  tmp=$(mktemp -d) || exit 1
+  trap 'rm -rf -- "$tmp"' EXIT
+  mkfifo -- "$tmp/down" || exit 1
+  next=${rest%%,*}; after=${rest#"$next"}; after=${after#,}
+  hop=$(printf '%q ' bash -c "$S" cockpit-hop "$S" "$ref" "$next" "$after")
+  ssh -o BatchMode=yes "$next" "$hop" < "$tmp/down" &
+  down=$!
+  tee -p -- "$tmp/down"
+else
+  cat
+fi | dd bs=1M status=progress 2> >(stdbuf -oL tr '\r' '\n' | sed -u "s/^/@@dd $me /" >&2) \
+   | docker load 2> >(sed -u "s/^/@@err $me /" >&2) >/dev/null
+status=${PIPESTATUS[2]}
+printf '@@load %s %s\n' "$me" "$status" >&2
+[ -n "$down" ] && wait "$down"
+exit "$status"
+"""
+
+# The source: $1 the hop script, $2 image ref, $3... one chain per argument ("a,b,c").
+SOURCE_SCRIPT = r"""S=$1 ref=$2; shift 2
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf -- "$tmp"' EXIT
+fifos=() pids=() i=0
+for chain in "$@"; do
+  i=$((i+1)); f=$tmp/$i; mkfifo -- "$f" || exit 1; fifos+=("$f")
+  first=${chain%%,*}; rest=${chain#"$first"}; rest=${rest#,}
+  hop=$(printf '%q ' bash -c "$S" cockpit-hop "$S" "$ref" "$first" "$rest")
+  ssh -o BatchMode=yes "$first" "$hop" < "$f" &
+  pids+=($!)
+done
+docker save -- "$ref" | tee -p -- "${fifos[@]}" >/dev/null
+status=${PIPESTATUS[0]}
+for p in "${pids[@]}"; do wait "$p"; done
+exit "$status"
+"""
+
+
+@dataclass(frozen=True)
+class SyncPlan:
+    """Who sends, who receives: `transfer` peers get the bytes along `chains`; `reattach` peers
+    already hold the image id and only need the digest back (`docker pull repo@digest`)."""
+
+    source: str
+    ref: str  # full `repo@sha256:…` as the source knows it
+    image_id: str
+    transfer: tuple[str, ...]
+    reattach: tuple[str, ...]
+    up_to_date: tuple[str, ...]
+    chains: tuple[tuple[str, ...], ...]
+
+    @property
+    def peers(self) -> tuple[str, ...]:
+        return self.transfer + self.reattach
+
+    def describe(self) -> str:
+        if not self.peers:
+            return f"image present by digest on every node ({', '.join(self.up_to_date)})"
+        parts = []
+        if self.transfer:
+            routes = "; ".join(" → ".join((self.source, *c)) for c in self.chains)
+            parts.append(f"transfer {routes}")
+        if self.reattach:
+            parts.append(f"re-attach digest on {', '.join(self.reattach)}")
+        return ", ".join(parts)
+
+
+def split_chains(peers: Sequence[str], width: int) -> tuple[tuple[str, ...], ...]:
+    """`width` chains of nearly equal length (round-robin keeps the order within each)."""
+    width = max(1, min(width, len(peers)))
+    return tuple(tuple(peers[i::width]) for i in range(width) if peers[i::width])
+
+
+def plan_sync(
+    ref: str,
+    nodes: Sequence[str],
+    facts: Mapping[str, NodeFacts],
+    *,
+    source: str | None = None,
+    width: int = 1,
+) -> SyncPlan:
+    """Choose the source (given, else the first node holding the image by digest: the cluster's
+    own nodes first, then any other node in `facts`) and the peers among `nodes` lacking it."""
+    if source is not None:
+        fact = facts.get(source)
+        if fact is None or not fact.reachable:
+            raise InputError(f"source {source} is unreachable")
+        if not fact.has_digest:
+            raise InputError(f"source {source} does not hold {ref} by digest")
+    else:
+        ordered = [*nodes, *(n for n in facts if n not in nodes)]
+        holders = [n for n in ordered if facts.get(n) and facts[n].has_digest]
+        if not holders:
+            raise InputError(f"no reachable node holds {ref} by digest: nothing to sync from")
+        source = holders[0]
+    src = facts[source]
+    assert src.image_id is not None
+    peers = [n for n in nodes if n != source and n in facts and facts[n].reachable]
+    up_to_date = tuple(
+        n for n in peers if facts[n].has_digest and facts[n].image_id == src.image_id
+    )
+    reattach = tuple(
+        n
+        for n in peers
+        if n not in up_to_date and facts[n].has_image_id and not facts[n].has_digest
+    )
+    transfer = tuple(n for n in peers if n not in up_to_date and n not in reattach)
+    return SyncPlan(
+        source=source,
+        ref=src.full_ref or ref,
+        image_id=src.image_id,
+        transfer=transfer,
+        reattach=reattach,
+        up_to_date=(source, *up_to_date) if source in nodes else up_to_date,
+        chains=split_chains(transfer, width),
+    )
+
+
+def relay_command(ref: str, chains: Sequence[Sequence[str]]) -> str:
+    """The shell command run on the source (stderr folded into stdout for progress lines)."""
+    argv = ["bash", "-c", SOURCE_SCRIPT, "cockpit-sync", HOP_SCRIPT, ref]
+    argv += [",".join(chain) for chain in chains]
+    return shlex.join(argv) + " 2>&1"
+
+
+_DD_BYTES = re.compile(r"^(\d+) bytes")
+_DD_SECONDS = re.compile(r"copied, ([\d.]+) s")
+
+
+@dataclass(frozen=True)
+class HopLine:
+    """A parsed progress line of the relay: kind is "bytes", "loaded" or "error"."""
+
+    kind: str
+    node: str
+    bytes: int = 0
+    seconds: float | None = None
+    status: int = 0
+    text: str = ""
+
+
+def parse_hop_line(line: str) -> HopLine | None:
+    """A relay output line → HopLine; None for anything else (dd's record counts, blanks)."""
+    tag, _, rest = line.strip().partition(" ")
+    node, _, text = rest.partition(" ")
+    if not node:
+        return None
+    if tag == "@@dd":
+        match = _DD_BYTES.match(text)
+        if not match:
+            return None
+        seconds = _DD_SECONDS.search(text)
+        return HopLine(
+            "bytes", node, int(match.group(1)), float(seconds.group(1)) if seconds else None
+        )
+    if tag == "@@load" and text.strip().lstrip("-").isdigit():
+        return HopLine("loaded", node, status=int(text))
+    if tag == "@@err" and text.strip():
+        return HopLine("error", node, text=text.strip())
+    return None
