@@ -1,0 +1,196 @@
+"""`launch`, `stop`, `sync-image`, `switch`: the lane operations, printed with rich progress bars.
+
+Each command runs one operation (an async generator of events, `cockpit.ops`) and prints its
+events: the plan, a progress bar per node and step, warnings/errors as one line each, and the
+final summary. The exit code is the operation's: 0 done, 1 failed on the nodes, 2 refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
+
+from cockpit.config import load_inventory
+from cockpit.ops import OpContext, launch, stop, switch, sync_image
+from cockpit.ops import events as ev
+from cockpit.ssh.inventory import pool_for
+
+console = Console(highlight=False, soft_wrap=True)
+
+
+def _inventory(ctx: click.Context) -> Path | None:
+    return (ctx.obj or {}).get("inventory")
+
+
+class EventPrinter:
+    """Turns events into rich output: one bar per (step, node), one line per notice."""
+
+    def __init__(self, out: Console) -> None:
+        self.out = out
+        self.bars = Progress(
+            TextColumn("{task.fields[node]:>8} {task.description}"),
+            BarColumn(),
+            TextColumn("{task.fields[info]}"),
+            TimeRemainingColumn(),
+            console=out,
+            transient=False,
+        )
+        self.tasks: dict[tuple[str, str], TaskID] = {}
+        self.exit_code = 0
+
+    def _bar(self, step: str, node: str | None) -> TaskID:
+        key = (step, node or "")
+        if not self.tasks:
+            self.bars.start()
+        if key not in self.tasks:
+            self.tasks[key] = self.bars.add_task(step, total=None, node=node or "", info="")
+        return self.tasks[key]
+
+    def show(self, event: ev.OpEvent) -> None:
+        match event:
+            case ev.Planned(summary=summary):
+                self.out.print(f"[bold]{escape(event.op)}[/bold]: {escape(summary)}")
+            case ev.StepStarted(step=step, node=node) if not step.startswith("boot/"):
+                self._bar(step, node)
+            case ev.StepStarted(step=step, node=node):
+                self.bars.update(self._bar("boot", node), info=step.removeprefix("boot/"))
+            case ev.Progress(step=step, node=node):
+                task = self._bar(step, node)
+                info = event.message or _bytes_info(event)
+                self.bars.update(task, completed=event.done, total=event.total, info=escape(info))
+            case ev.StepFinished(step=step, node=node, ok=ok, detail=detail):
+                if step.startswith("boot/"):
+                    return
+                task = self._bar(step, node)
+                mark = "[green]ok[/green]" if ok else "[red]failed[/red]"
+                total = self.bars.tasks[task].total or 1
+                self.bars.update(
+                    task,
+                    completed=total if ok else None,
+                    total=total,
+                    info=f"{mark} {escape(detail)}",
+                )
+            case ev.Notice(severity=severity, message=message, line=line):
+                color = {"info": "cyan", "warning": "yellow", "error": "red"}[severity.value]
+                where = (
+                    f"{event.node}: " if event.node and not message.startswith(event.node) else ""
+                )
+                self.bars.console.print(
+                    f"[{color}]{severity.value}:[/{color}] {escape(where + message)}"
+                )
+                if line:
+                    self.bars.console.print(f"    [dim]{escape(line)}[/dim]")
+            case ev.Finished(ok=ok, summary=summary, exit_code=code):
+                self.bars.stop()
+                color = "green" if ok else "red"
+                word = "done" if ok else ("refused" if code == 2 else "failed")
+                self.out.print(f"[{color}]{word}:[/{color}] {escape(summary)}")
+                self.exit_code = code
+
+
+def _bytes_info(event: ev.Progress) -> str:
+    if event.unit != "B":
+        return f"{event.done:.0f}{event.unit}"
+    rate = f" {event.rate / 2**20:.1f} MiB/s" if event.rate else ""
+    return f"{event.done / 2**20:.1f} MiB{rate}"
+
+
+async def _run(
+    inventory_dir: Path | None, make: Callable[[OpContext], AsyncIterator[ev.OpEvent]]
+) -> int:
+    inventory = load_inventory(inventory_dir)
+    printer = EventPrinter(console)
+    async with pool_for(inventory) as pool:
+        async for event in make(OpContext(inventory, pool)):
+            printer.show(event)
+    return printer.exit_code
+
+
+def _exit(code: int) -> None:
+    sys.exit(code)
+
+
+@click.command("launch")
+@click.option("--recipe", "-r", required=True, help="Lane recipe to launch.")
+@click.option("--cluster", "-c", required=True, help="Cluster to launch it on.")
+@click.option("--sync-image", is_flag=True, help="Sync the image to nodes that lack it first.")
+@click.option("--dry-run", is_flag=True, help="Print the plan and the rank commands only.")
+@click.option("--boot-timeout", type=float, default=None, help="Seconds before a boot fails.")
+@click.pass_context
+def launch_cmd(
+    ctx: click.Context,
+    recipe: str,
+    cluster: str,
+    sync_image: bool,
+    dry_run: bool,
+    boot_timeout: float | None,
+) -> None:
+    """Preflight, start and follow a lane to ready (rolled back on failure)."""
+    inventory = load_inventory(_inventory(ctx))
+    chosen = inventory.recipe(recipe)
+    _exit(
+        asyncio.run(
+            _run(
+                _inventory(ctx),
+                lambda c: launch(
+                    c, chosen, cluster, sync_image=sync_image, dry_run=dry_run,
+                    boot_timeout_s=boot_timeout,
+                ),
+            )
+        )
+    )  # fmt: skip
+
+
+@click.command("stop")
+@click.option("--lane", "-l", default=None, help="Lane (recipe name) to stop wherever it runs.")
+@click.option("--cluster", "-c", default=None, help="Stop every lane on this cluster's nodes.")
+@click.pass_context
+def stop_cmd(ctx: click.Context, lane: str | None, cluster: str | None) -> None:
+    """Stop and remove a lane's containers; verify the GPUs are released."""
+    _exit(asyncio.run(_run(_inventory(ctx), lambda c: stop(c, lane=lane, cluster=cluster))))
+
+
+@click.command("sync-image")
+@click.option("--recipe", "-r", required=True)
+@click.option("--cluster", "-c", required=True)
+@click.option("--from", "source", default=None, help="Source node (default: one holding it).")
+@click.pass_context
+def sync_cmd(ctx: click.Context, recipe: str, cluster: str, source: str | None) -> None:
+    """Copy the lane's image node to node, re-attach its digest, verify its id."""
+    chosen = load_inventory(_inventory(ctx)).recipe(recipe)
+    _exit(asyncio.run(_run(_inventory(ctx), lambda c: sync_image(c, chosen, cluster, source))))
+
+
+@click.command("switch")
+@click.option("--recipe", "-r", required=True)
+@click.option("--cluster", "-c", required=True)
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--boot-timeout", type=float, default=None)
+@click.pass_context
+def switch_cmd(
+    ctx: click.Context, recipe: str, cluster: str, yes: bool, boot_timeout: float | None
+) -> None:
+    """Stop what occupies the cluster, sync if needed, launch the lane (one confirmed plan)."""
+    chosen = load_inventory(_inventory(ctx)).recipe(recipe)
+
+    async def confirm(planned: ev.Planned) -> bool:
+        return yes or click.confirm("Run this plan?", default=False)
+
+    _exit(
+        asyncio.run(
+            _run(
+                _inventory(ctx),
+                lambda c: switch(c, chosen, cluster, confirm=confirm, boot_timeout_s=boot_timeout),
+            )
+        )
+    )
+
+
+COMMANDS = [launch_cmd, stop_cmd, sync_cmd, switch_cmd]
