@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import itertools
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from cockpit.sim.engine.calibration import LaneCalibration
-from cockpit.sim.engine.scheduler import Request, Scheduler, SchedulerConfig
+from cockpit.sim.engine.scheduler import Request, Scheduler, SchedulerConfig, StepResult
 
 _TEMPLATE_OPEN = (100_001, 100_002, 100_003)
 _TEMPLATE_TURN = (100_004, 100_005, 100_006)
@@ -71,9 +71,15 @@ class BenchPoint:
 class VirtualEngine:
     """A scheduler and a virtual clock; `serve` runs requests that arrive together to completion."""
 
-    def __init__(self, cal: LaneCalibration, config: SchedulerConfig) -> None:
+    def __init__(
+        self,
+        cal: LaneCalibration,
+        config: SchedulerConfig,
+        on_step: Callable[[StepResult, float], None] | None = None,
+    ) -> None:
         self.scheduler = Scheduler(cal, config)
         self.clock = 0.0
+        self.on_step = on_step
         self._ids = itertools.count()
         self._fresh = itertools.count(start=1_000_000, step=10_000_000)
 
@@ -94,6 +100,8 @@ class VirtualEngine:
             if result.duration <= 0:
                 raise RuntimeError("scheduler stalled: KV pool too small for the request")
             self.clock += result.duration
+            if self.on_step is not None:
+                self.on_step(result, self.clock)
             for event in result.tokens:
                 if event.request_id in timelines:
                     timelines[event.request_id].add_chunk(self.clock, event.count)

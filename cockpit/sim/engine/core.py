@@ -1,0 +1,106 @@
+"""The engine loop in scaled real time: the pure scheduler, stepped and slept.
+
+One step = `scheduler.step(now)` then `sleep(duration / speed)` then hand the step's tokens to the
+requests' queues. Engine time runs `speed` times faster than wall time: every figure the engine
+reports (log throughputs, /metrics latencies) is in engine seconds, while a client timing the
+stream with its own clock measures `speed` × the rates (bench code divides by the speed that
+`/v1/sparkring/status/view` and the `X-Sparkring-Sim-Speed` header expose).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from cockpit.sim.engine.cost_model import gpu_utilisation
+from cockpit.sim.engine.metrics import EngineMetrics
+from cockpit.sim.engine.scheduler import Request, Scheduler
+from cockpit.sim.engine.stats import StatsLog
+
+
+@dataclass(frozen=True)
+class Output:
+    """New tokens of one request from one step; `finish_reason` set on its last output."""
+
+    count: int
+    first: bool
+    finish_reason: str | None
+
+
+class EngineCore:
+    def __init__(self, scheduler: Scheduler, speed: float, metrics: EngineMetrics) -> None:
+        self.scheduler = scheduler
+        self.speed = speed
+        self.metrics = metrics
+        self.stats = StatsLog(0.0)
+        self.phase = "idle"
+        self.util = 0.0
+        self.hung = False
+        self.started = time.monotonic()
+        self.steps = 0
+        self._queues: dict[str, asyncio.Queue[Output]] = {}
+        self._last_output: dict[str, float] = {}
+        self._wake = asyncio.Event()
+        self.first_request = asyncio.Event()
+
+    def now(self) -> float:
+        """Engine seconds since the engine started serving."""
+        return (time.monotonic() - self.started) * self.speed
+
+    def submit(self, request: Request) -> asyncio.Queue[Output]:
+        request.arrival = self.now()
+        queue: asyncio.Queue[Output] = asyncio.Queue()
+        self._queues[request.request_id] = queue
+        self.scheduler.add(request)
+        self.first_request.set()
+        self._wake.set()
+        return queue
+
+    def abort(self, request_id: str) -> None:
+        request = self.scheduler.abort(request_id, self.now())
+        self._queues.pop(request_id, None)
+        self._last_output.pop(request_id, None)
+        if request is not None:
+            self.metrics.on_finished(request)
+
+    async def run(self) -> None:
+        while True:
+            if self.hung or not self.scheduler.has_work:
+                self.phase, self.util = ("decode", 1.0) if self.hung else ("idle", 0.0)
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            start = self.now()
+            result = self.scheduler.step(start)
+            if result.duration <= 0:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            self.phase, self.util = result.phase, gpu_utilisation(result.shape)
+            await asyncio.sleep(result.duration / self.speed)
+            end = start + result.duration
+            self.steps += 1
+            gaps: list[float] = []
+            finished = {r.request_id: r for r in result.finished}
+            for event in result.tokens:
+                previous = self._last_output.get(event.request_id)
+                if previous is not None:
+                    gaps.append(end - previous)
+                self._last_output[event.request_id] = end
+                request = finished.get(event.request_id) or self.scheduler.requests.get(
+                    event.request_id
+                )
+                if event.first and request is not None:
+                    self.metrics.on_first_token(request)
+                queue = self._queues.get(event.request_id)
+                if queue is not None:
+                    reason = request.finish_reason if event.request_id in finished else None
+                    queue.put_nowait(Output(event.count, event.first, reason))
+            for request in result.finished:
+                self.metrics.on_finished(request)
+                self._queues.pop(request.request_id, None)
+                self._last_output.pop(request.request_id, None)
+            s = self.scheduler
+            self.metrics.on_step(result, len(s.running), len(s.waiting), s.pool.usage, gaps)
+            self.stats.record(result)

@@ -1,0 +1,491 @@
+"""The process of one rank: boot like vLLM, then serve (rank 0) or follow the head (workers).
+
+Reads the fleet's environment: `COCKPIT_SIM_NODE` (node name), `COCKPIT_SIM_NODE_DIR` (node.json
+with HCAs and faults, the per-node compile cache under `cache/`, and `gpu_load.json` which this
+process keeps fresh every 0.25 s and removes on exit) and `COCKPIT_SIM_SPEED` (engine seconds per
+wall second). Every boot and serving duration is engine time, slept as `duration / speed`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from cockpit.sim.engine import boot, faults, gpu_load, logs, nccl
+from cockpit.sim.engine.args import EngineArgs
+from cockpit.sim.engine.calibration import for_lane, model_family, with_model_config
+from cockpit.sim.engine.core import EngineCore
+from cockpit.sim.engine.metrics import EngineMetrics
+from cockpit.sim.engine.rendezvous import HeadLink, WorkerLink
+from cockpit.sim.engine.scheduler import Scheduler, SchedulerConfig
+from cockpit.sim.engine.server import AccessLogger, ServerContext, build_app
+from cockpit.sim.engine.stats import LOG_INTERVAL_S
+
+RENDEZVOUS_TIMEOUT_S = 600.0
+NCCL_TIMEOUT_S = 600.0
+HANG_HINT_S = 60.0
+PUBLISH_EVERY_S = 0.25
+_ARCH = {"flash": "MiMoV2ForCausalLM", "pro": "MiMoV2ForCausalLM", "small": "Qwen3ForCausalLM"}
+
+
+@dataclass
+class Rank:
+    """Mutable state of this rank's process: who it is, where it prints, what its GPU shows."""
+
+    args: EngineArgs
+    env: Mapping[str, str]
+    node: str
+    node_dir: Path | None
+    speed: float
+    facts: faults.NodeFacts
+    pid: int = field(default_factory=os.getpid)
+    phase: str = "loading"
+    util: float | None = None
+    mem_gib: float = 0.0
+
+    @property
+    def rank(self) -> int:
+        return self.args.node_rank
+
+    def log(self, proc: str, level: str, src: str, msg: str) -> None:
+        pid = self.pid + {"APIServer": 0, "EngineCore": 1}.get(proc, 2)
+        print(logs.line(proc, pid, level, src, msg, _wall()), flush=True)
+
+    def bare(self, lines: Iterable[str]) -> None:
+        for text in lines:
+            print(text, flush=True)
+
+    async def sleep(self, engine_s: float) -> None:
+        if engine_s > 0:
+            await asyncio.sleep(engine_s / self.speed)
+
+    def load_path(self) -> Path | None:
+        return self.node_dir / "gpu_load.json" if self.node_dir else None
+
+    def publish(self) -> None:
+        path = self.load_path()
+        if path is not None:
+            sample = gpu_load.sample(self.phase, self.util, self.mem_gib, self.pid, _wall())
+            gpu_load.publish(path, sample)
+
+
+def _wall() -> float:
+    return time.time()
+
+
+def build_rank(args: EngineArgs, env: Mapping[str, str]) -> Rank:
+    node_dir = Path(env["COCKPIT_SIM_NODE_DIR"]) if env.get("COCKPIT_SIM_NODE_DIR") else None
+    speed = float(env.get("COCKPIT_SIM_SPEED") or 1.0)
+    return Rank(
+        args=args,
+        env=env,
+        node=env.get("COCKPIT_SIM_NODE") or os.uname().nodename,
+        node_dir=node_dir,
+        speed=speed if speed > 0 else 1.0,
+        facts=faults.read_node(node_dir),
+    )
+
+
+def _model_config(path: str) -> dict[str, Any]:
+    try:
+        data = json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _cache_marker(r: Rank) -> Path | None:
+    """Per-node, per-model marker of a finished b12x autotune (the compile cache)."""
+    if r.node_dir is None:
+        return None
+    name = Path(r.args.model.rstrip("/"))
+    model = name.parent.parent.name if name.parent.name == "snapshots" else name.name
+    return r.node_dir / "cache" / f"b12x-{model}.json"
+
+
+def make_plan(r: Rank) -> boot.BootPlan:
+    family = model_family(r.args.model)
+    config = _model_config(r.args.model)
+    cal = with_model_config(for_lane(family, r.args.tensor_parallel_size), config)
+    kv_gib, kv_tokens = cal.kv_pool(r.args.gpu_memory_utilization)
+    marker = _cache_marker(r)
+    archs = config.get("architectures")
+    arch = archs[0] if isinstance(archs, list) and archs else _ARCH[family]
+    return boot.BootPlan(
+        args=r.args,
+        cal=cal,
+        architecture=str(arch),
+        kv_gib=kv_gib,
+        kv_tokens=kv_tokens,
+        autotune_cached=marker is not None and marker.exists(),
+        rank=r.rank,
+    )
+
+
+async def _publisher(r: Rank, link: HeadLink | None) -> None:
+    while True:
+        r.publish()
+        if link is not None:
+            link.broadcast({"type": "load", "phase": r.phase, "util": r.util})
+        await asyncio.sleep(PUBLISH_EVERY_S)
+
+
+async def _play(r: Rank, events: Iterable[boot.LogEvent], plan: boot.BootPlan) -> int | None:
+    """Print boot events on time; returns an exit code when a fault ends the boot."""
+    for event in events:
+        await r.sleep(event.after_s)
+        r.phase = event.phase
+        if event.checkpoint == "weights" and r.facts.has("weights_crash"):
+            shard = int(event.msg.split("|")[1].split("/")[0])
+            r.log(plan.worker, "ERROR", "multiproc_executor.py:702", "WorkerProc failed to start.")
+            r.bare(faults.weights_traceback(shard, plan.shards))
+            return 1
+        if event.checkpoint == "kv_alloc" and r.facts.has("kv_oom"):
+            r.log(plan.worker, "ERROR", "multiproc_executor.py:702", "WorkerProc failed to start.")
+            free = max(0.0, plan.kv_gib) * 0.12
+            r.bare(faults.oom_traceback(plan.kv_gib, 119.7, free))
+            return 1
+        if event.proc is None:
+            r.bare([event.msg])
+        else:
+            r.log(event.proc, event.level, event.src, event.msg)
+        if event.mem_gib is not None:
+            r.mem_gib = event.mem_gib
+        if "autotune: done" in event.msg:
+            marker = _cache_marker(r)
+            if marker is not None:
+                marker.parent.mkdir(parents=True, exist_ok=True)
+                marker.write_text(json.dumps({"candidates": plan.cal.autotune_candidates}))
+    return None
+
+
+async def _nccl(r: Rank, plan: boot.BootPlan) -> int | None:
+    oob = r.args.host if r.rank == 0 or r.args.host != "127.0.0.1" else r.args.master_addr
+    master = f"{r.args.master_addr}:{r.args.master_port}"
+    lines = nccl.init_lines(
+        r.node, r.pid + 2, r.rank, r.args.tensor_parallel_size, r.env, r.facts.hcas, oob, master
+    )
+    if r.facts.has("nccl_timeout"):
+        r.bare([ln for ln in lines if "Channel" not in ln and "Init" not in ln])
+        r.bare(nccl.stuck_lines(r.node, r.pid + 2))
+        await r.sleep(NCCL_TIMEOUT_S)
+        r.bare([nccl.watchdog_line(r.rank, _wall())])
+        r.log(plan.worker, "ERROR", "multiproc_executor.py:702", "WorkerProc failed to start.")
+        r.bare(faults.nccl_timeout_traceback(r.rank))
+        return 1
+    await r.sleep(1.2)
+    r.bare(lines)
+    return None
+
+
+async def run_worker(r: Rank) -> int:
+    plan = make_plan(r)
+    link = WorkerLink(r.args.master_addr, r.args.master_port, r.rank)
+    publisher = asyncio.create_task(_publisher(r, None))
+    go = asyncio.Event()
+    head_load: dict[str, Any] = {}
+
+    def on_message(message: dict[str, Any]) -> None:
+        if message.get("type") == "go":
+            go.set()
+        elif message.get("type") == "load":
+            head_load.update(message)
+            r.phase = str(message.get("phase", r.phase))
+            util = message.get("util")
+            r.util = float(util) if isinstance(util, int | float) else None
+
+    try:
+        if not await link.connect(RENDEZVOUS_TIMEOUT_S / r.speed):
+            r.bare(_connect_timeout(r))
+            return 1
+        follower = asyncio.create_task(link.follow(on_message))
+        await _first(go.wait(), follower)
+        if follower.done():
+            r.bare(faults.worker_lost_traceback(f"{r.args.master_addr}:{r.args.master_port}"))
+            return 1
+        for event in boot.rendezvous(plan):
+            r.log(event.proc or plan.worker, event.level, event.src, event.msg)
+        booting = asyncio.create_task(_boot_worker(r, plan))
+        await _first(booting, follower)
+        if booting.done() and booting.result() is not None:
+            return booting.result() or 1
+        await follower
+        booting.cancel()
+        r.log(plan.worker, "ERROR", "multiproc_executor.py:671", "Head node went away: "
+              "the RPC broadcast queue closed. Shutting down worker.")  # fmt: skip
+        r.bare(faults.worker_lost_traceback(f"{r.args.master_addr}:{r.args.master_port}"))
+        return 1
+    finally:
+        publisher.cancel()
+        link.close()
+        path = r.load_path()
+        if path is not None:
+            gpu_load.withdraw(path)
+
+
+async def _boot_worker(r: Rank, plan: boot.BootPlan) -> int | None:
+    code = await _nccl(r, plan)
+    if code is not None:
+        return code
+    code = await _play(r, boot.after_nccl(plan, _init_line()), plan)
+    if code is None:
+        r.phase, r.util = "idle", 0.0
+    return code
+
+
+def _init_line() -> str:
+    return "Initializing model took 0.41 seconds"
+
+
+async def _first(*aws: Any) -> None:
+    tasks = [a if isinstance(a, asyncio.Future) else asyncio.ensure_future(a) for a in aws]
+    await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+
+
+def _connect_timeout(r: Rank) -> list[str]:
+    ms = int(RENDEZVOUS_TIMEOUT_S * 1000)
+    return [
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.12/dist-packages/torch/distributed/rendezvous.py", '
+        "line 189, in _create_c10d_store",
+        "    return TCPStore(",
+        "torch.distributed.DistNetworkError: The client socket has timed out after "
+        f"{ms}ms while trying to connect to ({r.args.master_addr}, {r.args.master_port}).",
+    ]
+
+
+async def run_head(r: Rank, stop: asyncio.Event) -> int:
+    plan = make_plan(r)
+    expected = max(0, r.args.nnodes - 1)
+    link = HeadLink(r.args.master_addr if expected else "127.0.0.1", r.args.master_port, expected)
+    publisher = asyncio.create_task(_publisher(r, link))
+    runner: web.AppRunner | None = None
+    try:
+        await _play(r, boot.preamble(plan), plan)
+        if expected:
+            await link.start()
+            if not await link.wait_joined(RENDEZVOUS_TIMEOUT_S / r.speed):
+                r.bare(_store_timeout(link.joined + 1, r.args.nnodes))
+                return 1
+            link.broadcast({"type": "go"})
+        for event in boot.rendezvous(plan):
+            r.log(event.proc or plan.worker, event.level, event.src, event.msg)
+        booting = asyncio.create_task(_boot_head(r, plan))
+        await _first(booting, link.lost.wait(), stop.wait())
+        if not booting.done():
+            booting.cancel()
+            return _peer_lost(r, link) if link.lost.is_set() else _shutdown(r)
+        if booting.result() is not None:
+            return booting.result() or 1
+        core, runner = await _serve(r, plan)
+        return await _supervise(r, core, link, stop)
+    finally:
+        publisher.cancel()
+        if runner is not None:
+            await runner.cleanup()
+        await link.close()
+        path = r.load_path()
+        if path is not None:
+            gpu_load.withdraw(path)
+
+
+async def _boot_head(r: Rank, plan: boot.BootPlan) -> int | None:
+    code = await _nccl(r, plan)
+    if code is not None:
+        return code
+    code = await _play(r, boot.after_nccl(plan, _init_line()), plan)
+    if code is not None:
+        return code
+    if plan.kv_tokens < plan.max_model_len:
+        r.bare(_kv_too_small(plan))
+        return 1
+    return await _play(r, boot.serving(plan), plan)
+
+
+async def _serve(r: Rank, plan: boot.BootPlan) -> tuple[EngineCore, web.AppRunner]:
+    a = r.args
+    config = SchedulerConfig(
+        max_num_seqs=a.max_num_seqs,
+        max_num_batched_tokens=a.max_num_batched_tokens,
+        max_model_len=plan.max_model_len,
+        block_size=a.block_size,
+        num_blocks=plan.kv_tokens // a.block_size,
+        num_spec_tokens=a.num_spec_tokens,
+        graph_max_tokens=a.graph_max_tokens,
+        enable_prefix_caching=a.enable_prefix_caching,
+    )
+    cache_info = {
+        "block_size": str(a.block_size),
+        "num_gpu_blocks": str(config.num_blocks),
+        "cache_dtype": a.kv_cache_dtype,
+        "enable_prefix_caching": str(a.enable_prefix_caching),
+        "gpu_memory_utilization": str(a.gpu_memory_utilization),
+        "kv_cache_size_tokens": str(plan.kv_tokens),
+        "kv_cache_memory_bytes": str(int(plan.kv_gib * 2**30)),
+        "kv_cache_max_concurrency": f"{plan.kv_tokens / plan.max_model_len:.2f}",
+    }
+    metrics = EngineMetrics(a.name, cache_info, plan.max_model_len, a.num_spec_tokens)
+    core = EngineCore(Scheduler(plan.cal, config), r.speed, metrics)
+    ctx = ServerContext(
+        args=a,
+        core=core,
+        max_model_len=plan.max_model_len,
+        kv_tokens=plan.kv_tokens,
+        kv_gib=plan.kv_gib,
+        lane=plan.cal.key,
+        created=int(_wall()),
+    )
+    runner = web.AppRunner(build_app(ctx), access_log_class=AccessLogger, handle_signals=False)
+    await runner.setup()
+    await web.TCPSite(runner, a.host, a.port).start()
+    r.bare(
+        [
+            logs.uvicorn(f"Started server process [{r.pid}]"),
+            logs.uvicorn("Waiting for application startup."),
+            logs.uvicorn("Application startup complete."),
+        ]
+    )
+    return core, runner
+
+
+async def _supervise(r: Rank, core: EngineCore, link: HeadLink, stop: asyncio.Event) -> int:
+    """Serve until stopped, a worker vanishes, or a serving fault ends the process."""
+    core.hung = r.facts.has("hang_after_start")
+    tasks = [
+        asyncio.create_task(core.run()),
+        asyncio.create_task(_stats_ticker(r, core)),
+        asyncio.create_task(_follow_core(r, core)),
+    ]
+    dying = asyncio.create_task(_exit_fault(r, core)) if r.facts.has("exit_traceback") else None
+    if core.hung:
+        tasks.append(asyncio.create_task(_hang_hints(r)))
+    waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(link.lost.wait())]
+    if dying is not None:
+        waits.append(dying)
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in [*tasks, *waits]:
+            task.cancel()
+    if dying is not None and dying.done() and not dying.cancelled():
+        return 1
+    if link.lost.is_set():
+        return _peer_lost(r, link)
+    return _shutdown(r)
+
+
+async def _follow_core(r: Rank, core: EngineCore) -> None:
+    while True:
+        r.phase, r.util = core.phase, core.util
+        await asyncio.sleep(PUBLISH_EVERY_S / 2)
+
+
+async def _stats_ticker(r: Rank, core: EngineCore) -> None:
+    while True:
+        await r.sleep(LOG_INTERVAL_S)
+        s = core.scheduler
+        for msg in core.stats.flush(core.now(), len(s.running), len(s.waiting), s.pool.usage):
+            r.log("APIServer", "INFO", "loggers.py:257", msg)
+
+
+async def _hang_hints(r: Rank) -> None:
+    while True:
+        await r.sleep(HANG_HINT_S)
+        r.log(
+            "EngineCore",
+            "WARNING",
+            "shm_broadcast.py:466",
+            f"No available shared memory broadcast block found in {HANG_HINT_S:.0f} seconds. "
+            "This typically happens when some processes are hanging or doing some "
+            "time-consuming work (e.g. compilation, weight/kv cache quantization).",
+        )
+
+
+async def _exit_fault(r: Rank, core: EngineCore) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(core.first_request.wait(), HANG_HINT_S / r.speed)
+    await r.sleep(0.5)
+    r.log("EngineCore", "ERROR", "core.py:961", "EngineCore encountered a fatal error.")
+    r.bare(faults.engine_dead_traceback())
+    r.log(
+        "APIServer",
+        "ERROR",
+        "async_llm.py:542",
+        "AsyncLLM output_handler failed. vllm.v1.engine.exceptions.EngineDeadError: EngineCore "
+        "encountered an issue. See stack trace (above) for the root cause.",
+    )
+
+
+def _peer_lost(r: Rank, link: HeadLink) -> int:
+    rank = link.lost_rank if link.lost_rank is not None else 1
+    r.log(
+        "EngineCore",
+        "ERROR",
+        "multiproc_executor.py:230",
+        f"Worker proc VllmWorker-{rank} died unexpectedly, shutting down executor.",
+    )
+    return 1
+
+
+def _shutdown(r: Rank) -> int:
+    r.log("APIServer", "INFO", "launcher.py:254", "[shutdown] API server: shutdown triggered")
+    r.bare([logs.uvicorn("Shutting down"), logs.uvicorn("Application shutdown complete.")])
+    return 0
+
+
+def _store_timeout(joined: int, world: int) -> list[str]:
+    return [
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.12/dist-packages/torch/distributed/rendezvous.py", '
+        "line 189, in _create_c10d_store",
+        "    return TCPStore(",
+        f"torch.distributed.DistStoreError: Timed out after {RENDEZVOUS_TIMEOUT_S + 1:.0f} "
+        f"seconds waiting for clients. {joined}/{world} clients joined.",
+    ]
+
+
+def _kv_too_small(plan: boot.BootPlan) -> list[str]:
+    return [
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/core/kv_cache_utils.py", '
+        "line 686, in check_enough_kv_cache_memory",
+        f"ValueError: To serve at least one request with the models's max seq len "
+        f"({plan.max_model_len}), KV cache is needed, which is larger than the available KV "
+        f"cache memory ({max(plan.kv_gib, 0.0):.2f} GiB). Try increasing "
+        "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+    ]
+
+
+def main(args: EngineArgs, env: Mapping[str, str]) -> int:
+    r = build_rank(args, env)
+
+    async def run() -> int:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        if args.headless or args.node_rank > 0:
+            worker = asyncio.create_task(run_worker(r))
+            await _first(worker, stop.wait())
+            if not worker.done():
+                worker.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await worker
+                return 0
+            return worker.result()
+        return await run_head(r, stop)
+
+    code = asyncio.run(run())
+    sys.stdout.flush()
+    return code
