@@ -1,0 +1,179 @@
+"""The pure core of the operations: preflight, locks, sync planning, relay output, history."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cockpit.config import load_inventory
+from cockpit.errors import InputError
+from cockpit.ops.facts import NodeFacts, parse_facts, parse_listening, port_taken
+from cockpit.ops.history import BootHistory, eta_seconds
+from cockpit.ops.locks import LockRecord, stale_reason
+from cockpit.ops.preflight import preflight
+from cockpit.ops.sync_plan import parse_hop_line, plan_sync, relay_command, split_chains
+from cockpit.plan import plan_lane
+from cockpit.telemetry.docker_out import ContainerRow
+
+INVENTORY = load_inventory(Path(__file__).resolve().parents[2] / "recipes")
+RECIPE = INVENTORY.recipe("mimo26-flash-mopd-2x-sparkring")
+PLAN = plan_lane(INVENTORY, RECIPE, INVENTORY.cluster("2nodes-dac"))
+FULL_ID = "sha256:" + RECIPE.image.image_id.removeprefix("sha256:") + "0" * 52
+FULL_REF = RECIPE.image.ref + "0" * 56
+
+
+def good(node: str, **changes: object) -> NodeFacts:
+    base = dict(
+        node=node, image_id=FULL_ID, full_ref=FULL_REF, repo_digests=(FULL_REF,),
+        has_image_id=True, snapshot_present=True,
+        config_sha256=RECIPE.model.config_sha256 + "ab" * 28,
+        index_sha256=RECIPE.model.index_sha256 + "cd" * 28,
+    )  # fmt: skip
+    return NodeFacts(**{**base, **changes})  # type: ignore[arg-type]
+
+
+def test_clean_facts_pass_preflight() -> None:
+    assert preflight(PLAN, {"dgx1": good("dgx1"), "dgx2": good("dgx2")}) == []
+
+
+def test_every_failed_check_is_listed_at_once_with_a_fix() -> None:
+    prod = ContainerRow(
+        id="c1", names="cockpit-prod-r0", image="x", state="running", status="Up",
+        labels={"cockpit.lane": "prod-4x", "cockpit.cluster": "4nodes-switch"},
+    )  # fmt: skip
+    facts = {
+        "dgx1": good("dgx1", image_id=None, full_ref=None, has_image_id=False, containers=(prod,)),
+        "dgx2": good("dgx2", config_sha256="ffff" * 16),
+    }
+    failures = preflight(PLAN, facts, production_clusters=frozenset({"4nodes-switch"}))
+    assert [f.check for f in failures] == ["image", "lane", "snapshot"]
+    image, lane, snapshot = failures
+    assert image.nodes == ("dgx1",) and "sync-image" in image.fix
+    assert "production lane prod-4x" in lane.message and "switch" in lane.fix
+    assert "dgx2" in snapshot.message and "61bea4a0" in snapshot.message
+
+
+def test_unreachable_node_and_busy_port_and_foreign_gpu_process() -> None:
+    from cockpit.telemetry.gpu import ComputeApp
+
+    facts = {
+        "dgx1": good("dgx1", listening=(("0.0.0.0", PLAN.serve_port),)),
+        "dgx2": NodeFacts(node="dgx2", unreachable="no answer within 3 s"),
+    }
+    facts["dgx1"] = good(
+        "dgx1", listening=(("*", PLAN.serve_port),), gpu_apps=(ComputeApp(7, "python3", None),)
+    )
+    checks = [f.check for f in preflight(PLAN, facts)]
+    assert checks == ["reachable", "port", "gpu"]
+
+
+def test_missing_image_is_not_a_failure_when_syncing_first() -> None:
+    facts = {"dgx1": good("dgx1"), "dgx2": good("dgx2", image_id=None, full_ref=None)}
+    assert preflight(PLAN, facts, will_sync=True) == []
+    assert [f.check for f in preflight(PLAN, facts)] == ["image"]
+
+
+def test_listening_sockets_and_port_collisions() -> None:
+    text = "LISTEN 0 4096 127.0.0.15:30000 0.0.0.0:*\nLISTEN 0 128 [::]:22 [::]:*\n"
+    listening = parse_listening(text)
+    assert listening == (("127.0.0.15", 30000), ("::", 22))
+    assert port_taken(listening, "127.0.0.15", 30000)
+    assert not port_taken(listening, "127.0.0.16", 30000)
+    assert port_taken(listening, "127.0.0.16", 22)
+
+
+def test_facts_output_resolves_a_digest_prefix_to_the_full_reference() -> None:
+    image = {"Id": FULL_ID, "RepoTags": [], "RepoDigests": [FULL_REF], "Size": 5, "Config": {}}
+    text = "\n".join(["@@images", json.dumps([image]), "@@containers", "@@snapshot", "present",
+                      f"{'a' * 64}  config.json", "@@listen", "@@gpu", "@@end"])  # fmt: skip
+    facts = parse_facts("dgx1", text, RECIPE.image.ref, RECIPE.image.image_id)
+    assert facts.full_ref == FULL_REF and facts.image_id == FULL_ID and facts.complete
+    assert facts.config_sha256 == "a" * 64 and facts.index_sha256 is None
+    loaded = json.dumps([{**image, "RepoDigests": []}])
+    facts = parse_facts(
+        "dgx1", f"@@images\n{loaded}\n@@end", RECIPE.image.ref, RECIPE.image.image_id
+    )
+    assert not facts.has_digest and facts.has_image_id
+
+
+def test_lock_message_and_stale_rule() -> None:
+    record = LockRecord("ana", "desk", 4242, "launch", since=1_790_000_000.0, lane="qwen")
+    assert LockRecord.loads(record.dumps()) == record
+    assert record.held_message() == (
+        "held by ana@desk since 2026-09-21 14:13:20 UTC for operation launch qwen"
+    )
+    now = record.since + 60
+    assert stale_reason(record, now, "desk", lambda pid: True) is None
+    assert "gone" in (stale_reason(record, now, "desk", lambda pid: False) or "")
+    assert stale_reason(record, now, "other-host", lambda pid: False) is None
+    assert "TTL" in (stale_reason(record, record.since + record.ttl_s + 1, "x", bool) or "")
+    assert LockRecord.loads("not json") is None
+
+
+def test_sync_plan_source_peers_and_chains() -> None:
+    lacking = NodeFacts(node="n")
+    loaded = good("n", image_id=None, full_ref=None, repo_digests=())
+    facts = {
+        "dgx1": lacking, "dgx2": good("dgx2"), "dgx3": loaded, "dgx4": good("dgx4"),
+        "dgx5": NodeFacts(node="dgx5", unreachable="down"), "dgx6": lacking,
+    }  # fmt: skip
+    nodes = ["dgx1", "dgx2", "dgx3", "dgx4", "dgx5", "dgx6"]
+    plan = plan_sync(RECIPE.image.ref, nodes, facts)
+    assert plan.source == "dgx2" and plan.ref == FULL_REF
+    assert plan.transfer == ("dgx1", "dgx6") and plan.reattach == ("dgx3",)
+    assert plan.chains == (("dgx1", "dgx6"),)
+    assert "dgx2 → dgx1 → dgx6" in plan.describe()
+    assert plan_sync(RECIPE.image.ref, nodes, facts, width=2).chains == (("dgx1",), ("dgx6",))
+    with pytest.raises(InputError, match="nothing to sync from"):
+        plan_sync(RECIPE.image.ref, ["dgx1"], {"dgx1": lacking})
+    with pytest.raises(InputError, match="does not hold"):
+        plan_sync(RECIPE.image.ref, nodes, facts, source="dgx1")
+
+
+def test_chains_split_evenly() -> None:
+    peers = [f"p{i}" for i in range(7)]
+    assert split_chains(peers, 1) == (tuple(peers),)
+    assert split_chains(peers, 3) == (("p0", "p3", "p6"), ("p1", "p4"), ("p2", "p5"))
+    assert split_chains(peers, 99) == tuple((p,) for p in peers)
+
+
+def test_relay_command_quotes_hostile_values_through_real_bash(tmp_path: Path) -> None:
+    """The relay passes the ref as data: a hostile ref reaches `docker save` as one argument."""
+    hostile = "repo@sha256:0'; touch pwned; echo '"
+    (tmp_path / "docker").write_text('#!/bin/bash\nprintf "%s\\n" "$@" > args.txt\n')
+    (tmp_path / "docker").chmod(0o755)
+    command = relay_command(hostile, [])
+    subprocess.run(
+        ["bash", "-c", command], cwd=tmp_path, env={"PATH": f"{tmp_path}:/usr/bin:/bin"},
+        timeout=10, check=False,
+    )  # fmt: skip
+    assert (tmp_path / "args.txt").read_text().splitlines() == ["save", "--", hostile]
+    assert not (tmp_path / "pwned").exists()
+    assert shlex.split(command)[-1] == "2>&1"
+
+
+def test_hop_lines() -> None:
+    line = "@@dd dgx3 31457280 bytes (31 MB, 30 MiB) copied, 2.5 s, 12.6 MB/s"
+    hop = parse_hop_line(line)
+    assert hop is not None and (hop.kind, hop.node, hop.bytes, hop.seconds) == (
+        "bytes", "dgx3", 31457280, 2.5,
+    )  # fmt: skip
+    assert parse_hop_line("@@load dgx2 1") == parse_hop_line("@@load dgx2 1")
+    assert parse_hop_line("@@load dgx2 1").status == 1  # type: ignore[union-attr]
+    assert parse_hop_line("@@dd dgx3 30+0 records in") is None
+    assert parse_hop_line("Loaded image: x") is None
+
+
+def test_boot_history_gives_the_eta(tmp_path: Path) -> None:
+    history = BootHistory(tmp_path / "h.json")
+    assert history.last_seconds("lane", "c") is None
+    history.record("lane", "c", 120.0, 1.0)
+    history.record("lane", "c", 90.0, 2.0)
+    assert history.last_seconds("lane", "c") == 90.0
+    assert history.last_seconds("lane", "other") is None
+    assert eta_seconds(90.0, 30.0) == 60.0 and eta_seconds(90.0, 100.0) == 0.0
+    assert eta_seconds(None, 5.0) is None
