@@ -19,11 +19,16 @@ _HEALTH_STYLE = {
     Health.DOWN: "bold red",
 }
 _PRESENCE = {
-    Presence.DIGEST: ("✓ digest", "green"),
-    Presence.ID_ONLY: ("id only", "yellow"),
+    Presence.DIGEST: ("✓", "green"),
+    Presence.ID_ONLY: ("id", "yellow"),
     Presence.ABSENT: ("—", "red"),
     Presence.UNKNOWN: ("?", "dim"),
 }
+IMAGES_LEGEND = (
+    "✓ present with its digest · id: loaded without digest (run by digest fails) · "
+    "— absent · ? not known yet"
+)
+UNIFIED_NOTE = "* unified memory: from /proc/meminfo, as nvidia-smi reads [N/A]"
 MIB_PER_GIB = 1024.0
 
 
@@ -36,10 +41,21 @@ def _state(row: NodeRow) -> Text:
     if row.health is Health.STALE and row.data_age_s is not None:
         label = f"STALE {row.data_age_s:.0f}s"
     text = Text(label, style=_HEALTH_STYLE[row.health])
-    if row.health is Health.DOWN:
-        text.append(f"\n{row.detail}", style="red")
-    for failure in row.failed:
-        text.append(f"\n{failure}", style="yellow")
+    if row.failed:
+        text.append(" !", style="yellow")
+    return text
+
+
+def problems(status: FleetStatus) -> Text:
+    """One line per node that is not OK or whose tools fail: the reasons, in full."""
+    text = Text()
+    for row in status.rows:
+        reasons = [row.detail] if row.health is not Health.OK and row.detail else []
+        reasons += [f"{failure} on the node" for failure in row.failed]
+        for reason in reasons:
+            text.append(f"{row.node}: ", style="bold")
+            text.append(f"{reason}\n", style=_HEALTH_STYLE[row.health])
+    text.rstrip()
     return text
 
 
@@ -49,7 +65,7 @@ def _memory(row: NodeRow) -> str:
         return "—"
     cell = f"{mem.used_mib / MIB_PER_GIB:.1f}/{mem.total_mib / MIB_PER_GIB:.1f} GiB"
     if mem.source == "meminfo":
-        cell += " (unified)"
+        cell += "*"
     if mem.gpu_apps_mib is not None:
         cell += f"\napps {mem.gpu_apps_mib / MIB_PER_GIB:.1f} GiB"
     return cell
@@ -64,7 +80,13 @@ def _containers(row: NodeRow) -> str:
 
 
 def nodes_table(status: FleetStatus) -> Table:
-    table = Table(title="nodes", title_justify="left", expand=False)
+    unified = any(r.memory and r.memory.source == "meminfo" for r in status.rows)
+    table = Table(
+        title="nodes",
+        title_justify="left",
+        caption=UNIFIED_NOTE if unified else None,
+        caption_justify="left",
+    )
     for header, justify in [
         ("node", "left"),
         ("state", "left"),
@@ -75,7 +97,8 @@ def nodes_table(status: FleetStatus) -> Table:
         ("memory", "right"),
         ("containers [lane]", "left"),
     ]:
-        table.add_column(header, justify=justify)  # type: ignore[arg-type]
+        wraps = header in ("state", "containers [lane]")
+        table.add_column(header, justify=justify, no_wrap=not wraps)  # type: ignore[arg-type]
     for row in status.rows:
         dim = "dim" if row.health in (Health.STALE, Health.DOWN) else ""
         table.add_row(
@@ -93,26 +116,30 @@ def nodes_table(status: FleetStatus) -> Table:
 
 
 def _image_label(image_row: ImageRow) -> str:
-    image = image_row.image
-    repo, _, digest = image.ref.partition("@")
-    short = digest.removeprefix("sha256:")[:12]
-    return f"{repo.rsplit('/', 1)[-1]}@{short}\n" + ", ".join(image.recipes)
+    repo, _, digest = image_row.image.ref.partition("@")
+    return f"{repo.rsplit('/', 1)[-1]}@{digest.removeprefix('sha256:')[:8]}"
 
 
 def images_table(status: FleetStatus) -> Table:
-    table = Table(title="recipe images", title_justify="left")
-    table.add_column("image / recipes")
+    table = Table(
+        title="recipe images", title_justify="left", caption=IMAGES_LEGEND, caption_justify="left"
+    )
+    table.add_column("image / recipes", no_wrap=True, overflow="ellipsis", max_width=20)
     nodes = [row.node for row in status.rows]
     for node in nodes:
-        table.add_column(node, justify="center")
+        table.add_column(node, justify="center", no_wrap=True, min_width=len(node))
     for image_row in status.images:
         cells = [Text(*_PRESENCE[image_row.presence[node]]) for node in nodes]
-        table.add_row(Text(_image_label(image_row)), *cells)
+        label = Text(_image_label(image_row))
+        label.append("".join(f"\n  {r}" for r in image_row.image.recipes), style="dim")
+        table.add_row(label, *cells)
     return table
 
 
 def status_renderable(status: FleetStatus) -> Group:
-    parts: list[Table] = [nodes_table(status)]
+    parts: list[Table | Text] = [nodes_table(status)]
+    if notes := problems(status):
+        parts.append(notes)
     if status.images:
         parts.append(images_table(status))
     return Group(*parts)

@@ -92,10 +92,10 @@ def test_rendering_shows_rows_reasons_and_images() -> None:
     out = io.StringIO()
     Console(file=out, width=160, color_system=None).print(status_renderable(status))
     text = out.getvalue()
-    assert "dgx1" in text and "37 %" in text and "41 °C" in text and "(unified)" in text
+    assert "dgx1" in text and "37 %" in text and "41 °C" in text and "GiB*" in text
     assert "qwen-r0 [qwen3-0.6b-2x]" in text
     assert "DOWN" in text and "host key of 127.0.0.12 port 22 CHANGED" in text
-    assert "✓ digest" in text and "?" in text
+    assert "vllm-openai@3f2a9c41" in text and "✓" in text and "?" in text
     data = json.loads(json.dumps(status_json(status)))
     assert [n["health"] for n in data["nodes"]] == ["ok", "down"]
     assert data["images"][0]["presence"] == {"dgx1": "digest", "dgx2": "unknown"}
