@@ -61,6 +61,7 @@ class SimFleet:
         speed: float = 1.0,
         server: ServerKind = "asyncssh",
         recipes_dir: Path = PROJECT_RECIPES,
+        snapshots_dir: Path | None = None,
         link_mbps: float | None = None,
         links: dict[str, float] | None = None,
     ) -> None:
@@ -70,6 +71,7 @@ class SimFleet:
             speed=speed,
             server=server,
             recipes_dir=str(Path(recipes_dir).resolve()),
+            snapshots_dir=str(Path(snapshots_dir).resolve()) if snapshots_dir else "",
             link_mbps=link_mbps,
             links=dict(links or {}),
             user=getpass.getuser(),

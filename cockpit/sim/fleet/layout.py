@@ -38,6 +38,7 @@ class FleetConfig:
     speed: float = 1.0
     server: ServerKind = "asyncssh"
     recipes_dir: str = ""
+    snapshots_dir: str = ""
     link_mbps: float | None = None
     links: dict[str, float] = field(default_factory=dict)
     user: str = "root"

@@ -70,14 +70,15 @@ def seed_images(recipes_dir: Path) -> list[SeedImage]:
     return list(seen.values())
 
 
-def snapshot_trees(recipes_dir: Path) -> list[tuple[str, str, Path]]:
-    """(repo, revision, placeholder tree) for each recipe model the project ships a tree for."""
+def snapshot_trees(recipes_dir: Path, snapshots: Path) -> list[tuple[str, str, Path]]:
+    """(repo, revision, placeholder tree) for each recipe model with a tree in `snapshots`
+    (laid out as ORG--NAME/REVISION/...)."""
     inventory = load_inventory(recipes_dir)
     trees = []
     for repo, revision in sorted(
         {(r.model.repo, r.model.revision) for r in inventory.recipes.values()}
     ):
-        source = SNAPSHOTS / repo.replace("/", "--") / revision
+        source = snapshots / repo.replace("/", "--") / revision
         if source.is_dir():
             trees.append((repo, revision, source))
     return trees
@@ -129,7 +130,7 @@ def provision(layout: FleetLayout, config: FleetConfig) -> dict[str, asyncssh.SS
     layout.registry.write_text(json.dumps(registry, indent=1))
     names = node_names(config.nodes)
     host_keys = {}
-    trees = snapshot_trees(recipes_dir)
+    trees = snapshot_trees(recipes_dir, Path(config.snapshots_dir or SNAPSHOTS))
     for index, name in enumerate(names, start=1):
         node_dir = layout.node_dir(name)
         (node_dir / "ssh").mkdir(parents=True)

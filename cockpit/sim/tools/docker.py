@@ -306,7 +306,9 @@ def container_env(state: NodeState, record: Record, image: Record) -> dict[str, 
 def main_argv(image: Record, entrypoint: str | None, command: list[str]) -> list[str]:
     """The engine for images whose entrypoint is the vLLM launcher, else the command under bash."""
     if image.get("SimEngine") and not entrypoint:
-        return [sys.executable, "-m", "cockpit.sim.engine", *command]
+        # An ENTRYPOINT `vllm serve` puts the subcommand in the image, not in the command line.
+        serve = ["serve"] if (image["Config"].get("Entrypoint") or [])[-1:] == ["serve"] else []
+        return [sys.executable, "-m", "cockpit.sim.engine", *serve, *command]
     words = [entrypoint] if entrypoint else list(image["Config"].get("Entrypoint") or [])
     words += command
     if not words:

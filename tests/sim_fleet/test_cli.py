@@ -1,0 +1,45 @@
+"""`cockpit sim up` / `sim down` as an operator runs them: nothing is left running after down."""
+
+from __future__ import annotations
+
+import socket
+import tomllib
+from pathlib import Path
+
+from cockpit.sim.fleet import SimFleet
+from tests.cli_runner import run_cockpit
+
+
+def test_sim_up_writes_inventory_and_down_leaves_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "fleet"
+    up = run_cockpit("sim", "up", "--nodes", "3", "--dir", root, "--speed", "4")
+    assert up.returncode == 0, up.stderr
+    fleet = SimFleet.attach(root)
+    try:
+        clusters = tomllib.loads((root / "clusters.toml").read_text())
+        assert clusters["ssh"] == {
+            "connect_timeout": 3.0,
+            "known_hosts": "known_hosts",
+            "identity_files": ["client_key"],
+        }
+        assert sorted(clusters["nodes"]) == ["dgx1", "dgx2", "dgx3"]
+        assert sorted(clusters["clusters"]) == ["2nodes-dac"]
+        assert (root / "client_key").stat().st_mode & 0o777 == 0o600
+        assert len((root / "known_hosts").read_text().splitlines()) == 3
+        assert sorted(p.name for p in root.glob("*.toml")) == sorted(
+            p.name for p in (Path(__file__).parents[2] / "recipes").glob("*.toml")
+        )
+        status = run_cockpit("sim", "status", "--dir", root)
+        assert status.returncode == 0 and status.stdout.count(" up ") == 3
+        stop = run_cockpit("sim", "stop-node", "dgx2", "--dir", root)
+        assert stop.returncode == 0
+        with socket.socket() as probe:
+            assert probe.connect_ex(("127.0.0.12", fleet.port)) != 0
+        pid = fleet.pid()
+    finally:
+        down = run_cockpit("sim", "down", "--dir", root)
+    assert down.returncode == 0, down.stderr
+    assert pid is not None and fleet.pid() is None
+    assert fleet.leftover_processes() == []
+    with socket.socket() as probe:
+        assert probe.connect_ex(("127.0.0.11", fleet.port)) != 0
