@@ -346,7 +346,13 @@ async def _serve(r: Rank, plan: boot.BootPlan) -> tuple[EngineCore, web.AppRunne
         lane=plan.cal.key,
         created=int(_wall()),
     )
-    runner = web.AppRunner(build_app(ctx), access_log_class=AccessLogger, handle_signals=False)
+    runner = web.AppRunner(
+        build_app(ctx),
+        access_log_class=AccessLogger,
+        handle_signals=False,
+        handler_cancellation=True,
+        shutdown_timeout=0.5,
+    )
     await runner.setup()
     await web.TCPSite(runner, a.host, a.port).start()
     r.bare(

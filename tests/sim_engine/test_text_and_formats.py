@@ -1,0 +1,106 @@
+"""Shipped tokenizer, launcher args, log formats and NCCL lines (parsed by the cockpit's telemetry)."""
+
+import random
+
+import pytest
+
+from cockpit.sim.engine import logs, nccl, text
+from cockpit.sim.engine.args import parse
+from cockpit.sim.engine.boot import BootPlan, after_nccl
+from cockpit.sim.engine.calibration import for_lane
+from cockpit.telemetry import boot as boot_state
+from cockpit.telemetry.nccl_log import summarize_transport
+from cockpit.telemetry.vllm_log import EngineStats, SpecDecodeStats, parse_event
+
+HERE_ENV = {
+    "NCCL_IB_HCA": "rocep1s0f0,roceP2p1s0f0",
+    "NCCL_IB_GID_INDEX": "3",
+    "NCCL_SOCKET_IFNAME": "enp1s0f0np0",
+    "NCCL_MAX_NCHANNELS": "4",
+}
+
+
+def test_fast_encode_equals_the_shipped_tokenizer() -> None:
+    rng = random.Random(7)
+    alphabet = "abc XYZ\n\t.,!?üéñ中文😀<|>"
+    for _ in range(200):
+        s = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
+        s = text.render_chat([{"role": "user", "content": s}]) if rng.random() < 0.5 else s
+        assert text.encode(s) == text.tokenizer().encode(s, add_special_tokens=False).ids
+
+
+def test_transformers_loads_the_tokenizer_and_its_chat_template_matches() -> None:
+    transformers = pytest.importorskip("transformers")
+    tok = transformers.AutoTokenizer.from_pretrained(str(text.TOKENIZER_DIR))
+    messages = [{"role": "system", "content": "ctx"}, {"role": "user", "content": "héllo"}]
+    rendered = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    assert rendered == text.render_chat(messages)
+    assert tok.encode(rendered, add_special_tokens=False) == text.encode(rendered)
+
+
+def test_pseudo_text_is_deterministic_one_token_per_character() -> None:
+    piece = text.pseudo_text(42, 10, 300)
+    assert piece == text.pseudo_text(42, 10, 300)
+    assert len(text.encode(piece)) == 300
+    assert text.pseudo_text(42, 0, 310)[10:] == piece
+
+
+def test_launcher_contract_parses_and_reports_non_default_args() -> None:
+    args, unknown = parse(
+        [
+            "serve",
+            "/c/models--XiaomiMiMo--MiMo-V2.6-Flash-MOPD/snapshots/5f1c",
+            "--tensor-parallel-size", "4", "--nnodes", "4", "--node-rank", "2",
+            "--master-addr", "127.0.0.5", "--headless",
+            "--speculative-config", '{"method": "dflash", "num_speculative_tokens": 5}',
+            "--compilation-config", '{"cudagraph_capture_sizes": [1, 2, 4, 96]}',
+            "--hf-overrides", '{"x": 1}', "--no-enable-flashinfer-autotune",
+        ]
+    )  # fmt: skip
+    assert (args.tensor_parallel_size, args.node_rank, args.headless) == (4, 2, True)
+    assert args.num_spec_tokens == 5 and args.graph_max_tokens == 96
+    assert "--no-enable-flashinfer-autotune" in unknown
+    assert args.non_default_args["hf_overrides"] == '{"x": 1}'
+    assert args.non_default_args["no_enable_flashinfer_autotune"] is True
+
+
+def test_stats_and_spec_lines_parse_as_vllm_lines() -> None:
+    msg = logs.stats_message(6759.5, 0.8, 1, 1, 0.012, 0.0)
+    event = parse_event(logs.line("APIServer", 1, "INFO", "loggers.py:257", msg, 0.0))
+    assert isinstance(event, EngineStats)
+    assert (event.prompt_tps, event.generation_tps, event.waiting) == (6759.5, 0.8, 1)
+    spec = parse_event(logs.spec_message(10, 50, 22, [9, 7, 4, 2, 0], 10.0))
+    assert isinstance(spec, SpecDecodeStats)
+    assert spec.mean_acceptance_length == 3.2 and spec.drafted == 50
+
+
+def test_boot_lines_walk_the_telemetry_boot_reducer_to_capture() -> None:
+    args, _ = parse(["serve", "/m/models--XiaomiMiMo--MiMo-V2.6-Flash-MOPD/snapshots/r"])
+    cal = for_lane("flash", 4)
+    gib, tokens = cal.kv_pool(0.85)
+    plan = BootPlan(args, cal, "MiMoV2ForCausalLM", gib, tokens, autotune_cached=False, rank=0)
+    state = boot_state.BootState()
+    seen = set()
+    for event in after_nccl(plan, "Initializing model took 0.41 seconds"):
+        line = (
+            event.msg
+            if event.proc is None
+            else logs.line(event.proc, 7, event.level, event.src, event.msg, 0.0)
+        )
+        state = boot_state.advance(state, line)
+        seen.add(state.phase)
+    assert boot_state.BootPhase.AUTOTUNE in seen
+    assert state.autotune_total == 394 and state.kv_pool_tokens == tokens
+
+
+def test_nccl_roce_on_configured_hcas_and_socket_fallback_on_a_missing_one() -> None:
+    good = nccl.init_lines("dgx5", 9, 1, 4, HERE_ENV, nccl.DEFAULT_HCAS, "127.0.0.6", "m:1")
+    assert "NET/IB : Using [0]rocep1s0f0:1/RoCE [1]roceP2p1s0f0:1/RoCE" in "\n".join(good)
+    (summary,) = summarize_transport(good)
+    assert summary.network == "IB"
+    wrong = HERE_ENV | {"NCCL_IB_HCA": "mlx5_9"}
+    bad = nccl.init_lines("dgx5", 9, 1, 4, wrong, nccl.DEFAULT_HCAS, "127.0.0.6", "m:1")
+    assert any(ln.endswith("NET/IB : No device found.") for ln in bad)
+    assert any(ln.endswith("Using network Socket") for ln in bad)
+    (summary,) = summarize_transport(bad)
+    assert summary.network == "Socket"
