@@ -6,6 +6,7 @@ import socket
 import tomllib
 from pathlib import Path
 
+from cockpit.config import load_inventory
 from cockpit.sim.fleet import SimFleet
 from tests.cli_runner import run_cockpit
 
@@ -26,9 +27,9 @@ def test_sim_up_writes_inventory_and_down_leaves_nothing(tmp_path: Path) -> None
         assert sorted(clusters["clusters"]) == ["2nodes-dac"]
         assert (root / "client_key").stat().st_mode & 0o777 == 0o600
         assert len((root / "known_hosts").read_text().splitlines()) == 3
-        assert sorted(p.name for p in root.glob("*.toml")) == sorted(
-            p.name for p in (Path(__file__).parents[2] / "recipes").glob("*.toml")
-        )
+        inventory = load_inventory(root)
+        assert inventory.recipes, "recipes that fit 2nodes-dac are copied"
+        assert all(r.lane.clusters == ["2nodes-dac"] for r in inventory.recipes.values())
         status = run_cockpit("sim", "status", "--dir", root)
         assert status.returncode == 0 and status.stdout.count(" up ") == 3
         stop = run_cockpit("sim", "stop-node", "dgx2", "--dir", root)

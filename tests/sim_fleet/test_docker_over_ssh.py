@@ -99,6 +99,13 @@ async def test_seeded_images_follow_the_seed(sim_fleet: SimFleet) -> None:
     assert sparkring in listings["dgx5"] and sparkring in listings["dgx8"]
     others = {line for line in listings["dgx1"].splitlines()}
     assert others and others <= set(listings["dgx5"].splitlines())
+    by_prefix = "'{{.Id}}' " + sparkring  # the recipes' digest prefix resolves (8+ hex digits)
+    async with connect(sim_fleet, "dgx5") as conn:
+        assert (await conn.run(f"docker image inspect -f {by_prefix}")).stdout.startswith("sha256:")
+    async with connect(sim_fleet, "dgx1") as conn:
+        assert (
+            await conn.run(f"docker image inspect -f {by_prefix}", check=False)
+        ).exit_status == 1
 
 
 async def test_save_load_loses_digest_and_pull_reattaches(small_fleet: SimFleet) -> None:
@@ -141,3 +148,35 @@ async def test_save_stream_size_is_the_scaled_record_size(small_fleet: SimFleet)
     async with connect(small_fleet, "dgx1") as conn:
         size = await conn.run(f"docker save {image['Id'][7:19]} | wc -c")
     assert int(size.stdout) == image["SimBytes"]
+
+
+async def test_logs_follow_ends_with_the_container(sim_fleet: SimFleet) -> None:
+    add_plain_image(sim_fleet, "dgx6")
+    script = "for i in 1 2 3; do echo line$i; sleep 0.2; done; exit 4"
+    async with connect(sim_fleet, "dgx6") as conn:
+        await conn.run(f"docker run -d --name follow {PLAIN} bash -c {shlex.quote(script)}")
+        followed = await conn.run("docker logs -f follow")
+        inspect = json.loads((await conn.run("docker inspect follow")).stdout)
+        await conn.run("docker rm follow")
+    assert followed.stdout == "line1\nline2\nline3\n"
+    state = inspect[0]["State"]
+    assert (inspect[0]["Name"], state["Status"], state["Running"], state["ExitCode"]) == (
+        "/follow",
+        "exited",
+        False,
+        4,
+    )
+
+
+async def test_tag_and_rmi(sim_fleet: SimFleet) -> None:
+    add_plain_image(sim_fleet, "dgx7")
+    async with connect(sim_fleet, "dgx7") as conn:
+        await conn.run(f"docker tag {PLAIN} sim/plain:extra")
+        tags = await conn.run("docker images sim/plain --format '{{.Repository}}:{{.Tag}}'")
+        untag = await conn.run("docker rmi sim/plain:extra")
+        delete = await conn.run(f"docker rmi {PLAIN}")
+        gone = await conn.run(f"docker image inspect {PLAIN}", check=False)
+    assert sorted(tags.stdout.split()) == ["sim/plain:1", "sim/plain:extra"]
+    assert untag.stdout == "Untagged: sim/plain:extra\n"
+    assert delete.stdout == f"Untagged: {PLAIN}\nDeleted: sha256:{derive_hex('', 'plain')}\n"
+    assert gone.exit_status == 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tomllib
 from dataclasses import dataclass
@@ -173,6 +174,20 @@ def copy_snapshot(node_dir: Path, repo: str, revision: str, source: Path) -> Non
     (model_dir / "refs" / "main").write_text(revision)
 
 
+def fitted_recipe(text: str, clusters: set[str]) -> str | None:
+    """The recipe with `lane.clusters` narrowed to the clusters the fleet has (None: no fit).
+
+    Only that one line changes, so comments and layout of the recipe stay as written."""
+    wanted = tomllib.loads(text)["lane"]["clusters"]
+    kept = [c for c in wanted if c in clusters]
+    if not kept:
+        return None
+    if kept == wanted:
+        return text
+    line = "clusters = " + json.dumps(kept) + "  # narrowed to the simulated fleet's clusters"
+    return re.sub(r"(?m)^clusters\s*=\s*\[[^\]]*\].*$", line, text, count=1)
+
+
 def write_inventory(
     layout: FleetLayout, config: FleetConfig, port: int, host_keys: dict[str, asyncssh.SSHKey]
 ) -> None:
@@ -207,7 +222,9 @@ def write_inventory(
     (layout.ssh_dir / "known_hosts").write_text(known)
     for recipe in recipes_dir.glob("*.toml"):
         if recipe.name != "clusters.toml":
-            shutil.copyfile(recipe, layout.root / recipe.name)
+            text = fitted_recipe(recipe.read_text(), set(clusters))
+            if text is not None:
+                (layout.root / recipe.name).write_text(text)
     fleet = {
         "server": config.server,
         "user": config.user,

@@ -21,7 +21,14 @@ from pathlib import Path
 from typing import IO, Any
 
 from cockpit.sim.tools import dockerfmt
-from cockpit.sim.tools.nodestate import NodeState, Record, find_image, parse_ref, pid_alive
+from cockpit.sim.tools.nodestate import (
+    NodeState,
+    Record,
+    digest_matches,
+    find_image,
+    parse_ref,
+    pid_alive,
+)
 from cockpit.sim.tools.supervisor import now_iso, supervise
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
@@ -303,12 +310,28 @@ def container_env(state: NodeState, record: Record, image: Record) -> dict[str, 
     return env
 
 
-def main_argv(image: Record, entrypoint: str | None, command: list[str]) -> list[str]:
+def host_paths(words: list[str], mounts: list[dict[str, str]]) -> list[str]:
+    """Container paths in the engine's arguments rewritten to the mounted host paths.
+
+    A simulated container has no filesystem of its own, so `/root/.cache/huggingface/hub/...`
+    (a `-v` destination) must read as the node's cache folder, also inside JSON values."""
+    rewritten = []
+    for word in words:
+        for mount in sorted(mounts, key=lambda m: -len(m["Destination"])):
+            dest = mount["Destination"].rstrip("/")
+            word = re.sub(re.escape(dest) + r"(?=/|$|\"|')", mount["Source"].rstrip("/"), word)
+        rewritten.append(word)
+    return rewritten
+
+
+def main_argv(
+    image: Record, entrypoint: str | None, command: list[str], mounts: list[dict[str, str]]
+) -> list[str]:
     """The engine for images whose entrypoint is the vLLM launcher, else the command under bash."""
     if image.get("SimEngine") and not entrypoint:
         # An ENTRYPOINT `vllm serve` puts the subcommand in the image, not in the command line.
         serve = ["serve"] if (image["Config"].get("Entrypoint") or [])[-1:] == ["serve"] else []
-        return [sys.executable, "-m", "cockpit.sim.engine", *serve, *command]
+        return [sys.executable, "-m", "cockpit.sim.engine", *serve, *host_paths(command, mounts)]
     words = [entrypoint] if entrypoint else list(image["Config"].get("Entrypoint") or [])
     words += command
     if not words:
@@ -366,7 +389,8 @@ def cmd_run(state: NodeState, args: list[str]) -> int:
                     125,
                 )
         entrypoint = opt(options, "--entrypoint")
-        argv = main_argv(image, entrypoint, command)
+        mounts = [parse_mount(v) for v in opts(options, "-v", "--volume")]
+        argv = main_argv(image, entrypoint, command, mounts)
         words = [entrypoint] if entrypoint else list(image["Config"].get("Entrypoint") or [])
         words += command
         record = {
@@ -385,7 +409,7 @@ def cmd_run(state: NodeState, args: list[str]) -> int:
                 },
                 "Cmd": command,
             },
-            "Mounts": [parse_mount(v) for v in opts(options, "-v", "--volume")],
+            "Mounts": mounts,
             "HostConfig": {
                 "NetworkMode": opt(options, "--network", "--net") or "bridge",
                 "IpcMode": opt(options, "--ipc") or "private",
@@ -407,6 +431,8 @@ def cmd_run(state: NodeState, args: list[str]) -> int:
         containers.append(record)
         state.write("containers.json", containers)
     (state.containers_dir / cid).mkdir(parents=True, exist_ok=True)
+    for mount in mounts:
+        Path(mount["Source"]).mkdir(parents=True, exist_ok=True)  # as the daemon does for -v
     env = container_env(state, record, image)
     workdir = opt(options, "-w", "--workdir") or str(Path.home())
     if not Path(workdir).is_dir():
@@ -898,15 +924,20 @@ def cmd_pull(state: NodeState, args: list[str]) -> int:
         registry = json.loads(registry_path().read_text())
     except (KeyError, FileNotFoundError):
         registry = {}
-    image_id = registry.get(f"{repo}@{digest}")
+    known = [
+        (name, image_id)
+        for name, image_id in registry.items()
+        if digest_matches(name, repo, digest)
+    ]
     with state.locked():
         images = state.images()
-        image = next((i for i in images if i["Id"] == image_id), None)
+        image = next((i for i in images for _, iid in known[:1] if i["Id"] == iid), None)
         if image is None:
             raise offline_error(ref)
-        already = f"{repo}@{digest}" in image["RepoDigests"]
+        full = known[0][0]
+        already = full in image["RepoDigests"]
         if not already:
-            image["RepoDigests"].append(f"{repo}@{digest}")
+            image["RepoDigests"].append(full)
             state.write("images.json", images)
     if "-q" not in options and "--quiet" not in options:
         path = repo.split("/", 1)[1] if "." in repo.split("/", 1)[0] else repo
@@ -914,7 +945,7 @@ def cmd_pull(state: NodeState, args: list[str]) -> int:
         out(f"{digest}: Pulling from {path}\n")
         if not already:
             out(f"{image['Id'].removeprefix('sha256:')[:12]}: Already exists\n")
-        out(f"Digest: {digest}\nStatus: {status} {ref}\n")
+        out(f"Digest: {full.split('@')[1]}\nStatus: {status} {ref}\n")
     out(f"{ref}\n")
     return 0
 
