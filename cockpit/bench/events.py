@@ -27,6 +27,14 @@ class PointStarted(OpEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class LatencyMeasured(OpEvent):
+    """The client-to-engine latency the driver subtracts from TTFR (engine seconds)."""
+
+    latency_s: float
+    mode: str = "api"
+
+
+@dataclass(frozen=True, kw_only=True)
 class RequestProgress(OpEvent):
     """One request of a point moved: `phase` is warmup, context or inference; tokens so far."""
 
@@ -67,6 +75,7 @@ EVENT_TYPES: dict[str, type[OpEvent]] = {
         Planned,
         Notice,
         PointStarted,
+        LatencyMeasured,
         RequestProgress,
         BenchWarning,
         PointFinished,
@@ -99,6 +108,7 @@ def warning(message: str, **kw: Any) -> BenchWarning:
 
 __all__ = [
     "BenchWarning",
+    "LatencyMeasured",
     "Notice",
     "Planned",
     "PointFinished",

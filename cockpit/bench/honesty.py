@@ -1,17 +1,20 @@
-"""The cockpit's own honesty checks on bench points (pure functions over timings and scrapes).
+"""The cockpit's own honesty checks on bench points (pure functions over timings and counters).
 
 The seed's §3: a c2 depth sweep without prefix warm-up sent two cold ~67K-token prefills at once;
 they serialised through the 8192-token chunked scheduler, so one stream "decoded" while its
 partner's prefill ran, and the reported tg (13.7 / 5.7 / 2.1 t/s) measured prefill, not decode.
-Three independent signs expose it, any one of which flags the point:
 
-- the engine's prompt-token counter moved by at least a prompt's worth during the point's decode
-  window (the engine was prefilling while the bench claimed decode);
-- requests were waiting during the decode window (admission blocked behind a prefill);
-- at c > 1 the streams' first tokens are staggered by more than half the decode window (one
-  stream's prefill sat inside the other's decode), seen by the client alone;
+A point is flagged "measured prefill, not decode" when, in its worst measured batch:
 
-plus, across points, a c2 batch tg far below the c1 tg at the same depth.
+- the streams' first tokens came more than `STAGGER_SHARE` of the decode window apart (one
+  stream's prefill sat inside the other's decode: the client sees it alone), and
+- the engine's counters say that prefill was context-sized: it computed more than
+  `CONTEXT_FACTOR` × (streams × prompt) prompt tokens over the batch, prefix-cache hits excluded
+  (when the counters are unavailable the client evidence stands alone).
+
+A warm batch may also stagger (the second request arrives while the first one's step runs), but
+then only a prompt's worth is prefilled in the window and decode dominates: no flag. Across
+points, a c2 batch tg far below the c1 tg at the same depth is flagged too.
 """
 
 from __future__ import annotations
@@ -20,11 +23,11 @@ from collections.abc import Sequence
 
 from cockpit.bench.method import RequestTiming
 from cockpit.bench.models import EngineObservation, Flag, FlagKind, PointResult, PointSpec
-from cockpit.telemetry.metrics import EngineMetrics
+from cockpit.bench.watch import Counters
 
 C2_COLLAPSE_RATIO = 0.5
-STAGGER_FRACTION = 0.5
-WINDOW_MARGIN = 0.1
+STAGGER_SHARE = 0.6
+CONTEXT_FACTOR = 1.5
 COLD_FIX = (
     "measure decode with a warm prefix: drop --cold (the cockpit loads the context first), or "
     "pass --enable-prefix-caching to llama-benchy (tool-eval-bench: "
@@ -48,82 +51,52 @@ def first_token_stagger(batch: Sequence[RequestTiming]) -> float:
 
 
 def observe(
-    samples: Sequence[EngineMetrics], window: tuple[float, float]
+    batch: Sequence[RequestTiming], before: Counters | None, after: Counters | None
 ) -> EngineObservation | None:
-    """Engine counters over the window, from the scrapes taken inside it (`at` in engine s).
-
-    Only the window's interior counts (a `WINDOW_MARGIN` share is cut at each end): the partner
-    streams' own prefills complete at the window's start, a moment too close to tell apart.
-    """
-    start, end = window
-    margin = (end - start) * WINDOW_MARGIN
-    inside = [s for s in samples if start + margin <= s.at <= end - margin]
-    if not inside:
+    """A batch's decode window and stagger, with the engine's counter movement around it."""
+    window = decode_window(batch)
+    if window is None:
         return None
-    first, last = inside[0], inside[-1]
-
-    def moved(attr: str) -> float | None:
-        a, b = getattr(first, attr), getattr(last, attr)
-        return b - a if a is not None and b is not None and b >= a else None
-
-    waiting = [s.requests_waiting for s in inside if s.requests_waiting is not None]
+    prefill = generation = None
+    if before is not None and after is not None:
+        a, b = before.computed_prompt, after.computed_prompt
+        prefill = b - a if a is not None and b is not None and b >= a else None
+        if before.generation is not None and after.generation is not None:
+            generation = after.generation - before.generation
     return EngineObservation(
-        window_s=end - start,
-        prompt_tokens=moved("prompt_tokens"),
-        generation_tokens=moved("generation_tokens"),
-        max_waiting=max(waiting) if waiting else None,
-        samples=len(inside),
+        window_s=window[1] - window[0],
+        stagger_s=first_token_stagger(batch),
+        prefill_tokens=prefill,
+        generation_tokens=generation,
     )
 
 
-def merge_observations(observations: Sequence[EngineObservation]) -> EngineObservation | None:
-    """The runs of one point: total window, summed counters, the worst waiting."""
-    if not observations:
+def worst(observations: Sequence[EngineObservation]) -> EngineObservation | None:
+    """The run whose decode window was most taken by a stream's late start."""
+    return max(observations, key=lambda o: o.stagger_share, default=None)
+
+
+def prefill_in_decode(spec: PointSpec, engine: EngineObservation | None) -> Flag | None:
+    """Flag a point whose decode window held a context-sized prefill."""
+    if engine is None or spec.concurrency < 2 or engine.stagger_share <= STAGGER_SHARE:
         return None
-
-    def total(values: list[float | None]) -> float | None:
-        present = [v for v in values if v is not None]
-        return sum(present) if present else None
-
-    waiting = [o.max_waiting for o in observations if o.max_waiting is not None]
-    return EngineObservation(
-        window_s=sum(o.window_s for o in observations),
-        prompt_tokens=total([o.prompt_tokens for o in observations]),
-        generation_tokens=total([o.generation_tokens for o in observations]),
-        max_waiting=max(waiting) if waiting else None,
-        samples=sum(o.samples for o in observations),
-    )
-
-
-def prefill_in_decode(
-    spec: PointSpec, engine: EngineObservation | None, stagger_s: float, window_s: float
-) -> Flag | None:
-    """Flag a point whose decode window held prefill work (engine or client evidence)."""
-    reasons: list[str] = []
-    if engine is not None and engine.prompt_tokens is not None and engine.prompt_tokens >= spec.pp:
-        reasons.append(
-            f"the engine processed {engine.prompt_tokens:,.0f} prompt tokens during the decode "
-            f"window ({engine.window_s:.2f} s engine time)"
-        )
-    if engine is not None and engine.max_waiting:
-        reasons.append(f"{engine.max_waiting:.0f} request(s) were waiting while tokens streamed")
-    if spec.concurrency > 1 and window_s > 0 and stagger_s > STAGGER_FRACTION * window_s:
-        reasons.append(
-            f"the streams' first tokens were {stagger_s:.2f} s apart in a {window_s:.2f} s "
-            "decode window: one stream decoded while another was still prefilling"
-        )
-    if not reasons:
+    own = spec.concurrency * spec.pp
+    if engine.prefill_tokens is not None and engine.prefill_tokens <= CONTEXT_FACTOR * own:
         return None
-    cause = (
-        "cold requests carried their whole context, so their prefills serialised through "
-        "the chunked scheduler"
-        if spec.cold or spec.depth == 0
-        else "a prefill ran inside the decode window"
+    counted = (
+        f"the engine prefilled {engine.prefill_tokens:,.0f} prompt tokens over the batch "
+        f"where {spec.concurrency} × {spec.pp} = {own:,} were this point's prompts"
+        if engine.prefill_tokens is not None
+        else "the engine's counters were not available to size that prefill"
     )
     return Flag(
         FlagKind.PREFILL_IN_DECODE,
-        f"measured prefill, not decode: {'; '.join(reasons)} ({cause})",
-        COLD_FIX if spec.cold else "re-run the point; check nothing else is sending to the lane",
+        f"measured prefill, not decode: the streams' first tokens came {engine.stagger_s:.1f} s "
+        f"apart in a {engine.window_s:.1f} s decode window ({engine.stagger_share:.0%}), so one "
+        f"stream was still prefilling while the other decoded; {counted}. Cold requests carry "
+        "their whole context, and concurrent cold prefills serialise through the chunked "
+        "scheduler",
+        COLD_FIX if spec.cold or spec.depth else "re-run; check nothing else sends to the lane",
     )
 
 

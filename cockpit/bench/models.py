@@ -58,13 +58,21 @@ class Flag:
 
 @dataclass(frozen=True)
 class EngineObservation:
-    """The engine's own counters over a point's decode window (from `/metrics`)."""
+    """One measured batch of a point as the client and the engine's counters saw it.
+
+    `window_s`: the decode window (earliest first token → latest last token, engine s);
+    `stagger_s`: how far apart the streams' first tokens came; `prefill_tokens`: prompt tokens
+    the engine computed over the batch (prefix-cache hits excluded), None when not scraped.
+    """
 
     window_s: float
-    prompt_tokens: float | None
-    generation_tokens: float | None
-    max_waiting: float | None
-    samples: int
+    stagger_s: float
+    prefill_tokens: float | None = None
+    generation_tokens: float | None = None
+
+    @property
+    def stagger_share(self) -> float:
+        return self.stagger_s / self.window_s if self.window_s > 0 else 0.0
 
 
 @dataclass(frozen=True)

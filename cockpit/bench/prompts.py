@@ -47,7 +47,7 @@ def load_tokenizer(directory: Path) -> Tokenizer:
 class PromptMaker:
     """Cuts (context, prompt) pairs of exact token sizes from the book."""
 
-    def __init__(self, tokenizer: Tokenizer, seed: int = 0) -> None:
+    def __init__(self, tokenizer: Tokenizer, seed: int | None = None) -> None:
         self._tokenizer = tokenizer
         self._tokens = tokenizer.encode(book_text(), add_special_tokens=False).ids
         self._rng = random.Random(seed)

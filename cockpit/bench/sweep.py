@@ -26,6 +26,7 @@ from cockpit.bench.client import Clock, measure_latency, stream_chat
 from cockpit.bench.events import (
     OP,
     BenchWarning,
+    LatencyMeasured,
     PointFinished,
     PointStarted,
     RequestProgress,
@@ -56,22 +57,10 @@ class DriverConfig:
     warmup: bool = True
     time_scale: float = 1.0
     hang_timeout_s: float = 300.0
-    metrics_interval_s: float = 0.1
+    metrics_interval_s: float = 5.0  # the watchdog's scrape interval while the client idles
     retries: int = 1
-    seed: int = 0
+    seed: int | None = None  # None: fresh text every bench (the engine's prefix cache persists)
     request_timeout_s: float = 3600.0
-
-
-@dataclass
-class SweepOutcome:
-    """Filled in by `run_points` while it yields: what the report needs besides the points."""
-
-    latency_s: float = 0.0
-    results: list[PointResult] | None = None
-
-
-class _Hung(Exception):
-    pass
 
 
 class BuiltinDriver:
@@ -83,7 +72,6 @@ class BuiltinDriver:
         self.cfg = cfg
         self.lane, self.cluster = lane, cluster
         self.clock = Clock(cfg.time_scale)
-        self.outcome = SweepOutcome(results=[])
         self._maker = PromptMaker(load_tokenizer(cfg.tokenizer_dir), seed=cfg.seed)
         self._tasks: set[asyncio.Task[RequestTiming]] = set()
         self._latency = 0.0
@@ -97,22 +85,17 @@ class BuiltinDriver:
         timeout = httpx.Timeout(cfg.request_timeout_s, connect=30.0)
         yield self._ev(Planned, steps=tuple(p.label for p in cfg.points), summary=cfg.base_url)
         async with httpx.AsyncClient(limits=limits, timeout=timeout) as http:
-            sampler = MetricsSampler(http, cfg.base_url, self.clock, cfg.metrics_interval_s)
+            interval = min(cfg.metrics_interval_s, cfg.hang_timeout_s / 4)
+            sampler = MetricsSampler(http, cfg.base_url, self.clock, interval)
             watchdog = Watchdog(sampler, cfg.hang_timeout_s)
             sampling = asyncio.create_task(sampler.run())
             try:
                 self._latency = await measure_latency(http, cfg.base_url, self.clock)
-                self.outcome.latency_s = self._latency
+                yield self._ev(LatencyMeasured, latency_s=self._latency)
                 for index, spec in enumerate(cfg.points):
                     yield self._ev(PointStarted, point=spec, index=index, total=len(cfg.points))
-                    result: PointResult | None = None
                     async for event in self._point_with_watchdog(http, spec, sampler, watchdog):
-                        if isinstance(event, PointFinished):
-                            result = event.result
                         yield event
-                    assert result is not None
-                    assert self.outcome.results is not None
-                    self.outcome.results.append(result)
             finally:
                 sampling.cancel()
                 for task in list(self._tasks):
@@ -194,7 +177,6 @@ class BuiltinDriver:
         ctx_batches: list[list[RequestTiming]] = []
         inf_batches: list[list[RequestTiming]] = []
         observations: list[EngineObservation] = []
-        worst_stagger, worst_window = 0.0, 0.0
         for run in range(cfg.runs + (1 if cfg.warmup else 0)):
             is_warmup = cfg.warmup and run == 0
             pairs = [
@@ -209,24 +191,18 @@ class BuiltinDriver:
                     ctx_batches.append(batch)
             expected = spec.pp if spec.warm_prefix else spec.pp + spec.depth
             phase = "warmup" if is_warmup else "inference"
+            before = None if is_warmup else await sampler.scrape()
             batch = await self._batch(http, spec, run, phase, pairs, expected, watchdog, emit)
             if is_warmup:
                 continue
             inf_batches.append(batch)
-            window = honesty.decode_window(batch)
-            if window is None:
-                continue
-            await sampler.scrape()  # one sample right after the window closes
-            observed = honesty.observe(sampler.window(*window), window)
+            observed = honesty.observe(batch, before, await sampler.scrape())
             if observed is not None:
                 observations.append(observed)
-            stagger, span = honesty.first_token_stagger(batch), window[1] - window[0]
-            if span > 0 and stagger / span >= (worst_stagger / worst_window if worst_window else 0):
-                worst_stagger, worst_window = stagger, span
         inference = phase_stats(inf_batches, self._latency, spec.concurrency)
-        engine = honesty.merge_observations(observations)
+        engine = honesty.worst(observations)
         flags: list[Flag] = []
-        flag = honesty.prefill_in_decode(spec, engine, worst_stagger, worst_window)
+        flag = honesty.prefill_in_decode(spec, engine)
         if flag is not None:
             flags.append(flag)
         if inference.errors:

@@ -9,7 +9,7 @@ import pytest
 from aiohttp import web
 
 from cockpit.bench.events import BenchWarning, PointFinished, PointStarted, RequestProgress
-from cockpit.bench.models import FlagKind, PointSpec
+from cockpit.bench.models import FlagKind, PointResult, PointSpec
 from cockpit.bench.sweep import BuiltinDriver, DriverConfig
 from cockpit.sim.engine.text import TOKENIZER_DIR
 from tests.bench.fake_engine import MODEL, FakeEngine
@@ -32,6 +32,10 @@ def _config(url: str, *points: PointSpec, **kw: object) -> DriverConfig:
     return DriverConfig(
         base_url=url, model=MODEL, points=points, tokenizer_dir=TOKENIZER_DIR, **settings
     )
+
+
+def _result(events: list) -> PointResult:
+    return next(e.result for e in events if isinstance(e, PointFinished))
 
 
 async def test_warm_point_sends_context_then_context_plus_prompt(
@@ -73,8 +77,8 @@ async def test_time_scale_turns_wall_rates_into_engine_rates(fake: tuple[FakeEng
     spec = PointSpec(depth=0, concurrency=1, pp=64, tg=24)
     plain = BuiltinDriver(_config(url, spec))
     scaled = BuiltinDriver(_config(url, spec, time_scale=10.0))
-    a = [e.result async for e in plain.events() if isinstance(e, PointFinished)][0]
-    b = [e.result async for e in scaled.events() if isinstance(e, PointFinished)][0]
+    a = _result([e async for e in plain.events()])
+    b = _result([e async for e in scaled.events()])
     assert a.tg is not None and b.tg is not None
     assert b.tg == pytest.approx(a.tg / 10, rel=0.3)
 

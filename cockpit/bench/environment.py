@@ -1,0 +1,76 @@
+"""What the report records about where the client ran and what it talked to.
+
+The seed's §4 moved its bench client from a WiFi laptop to a wired host because the link skewed
+TTFT (pp2048@d0 3,667 t/s wired vs ~2,700 over WiFi): the link is part of every result.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+import httpx
+
+_DEV = re.compile(r"\bdev\s+(\S+)")
+STATUS_PATH = "/v1/sparkring/status/view"
+
+
+def route_device(ip_route_get: str) -> str | None:
+    """The interface in `ip -o route get ADDR` output."""
+    match = _DEV.search(ip_route_get)
+    return match.group(1) if match else None
+
+
+def link_kind(device: str, sys_class_net: Path = Path("/sys/class/net")) -> str:
+    """`loopback`, `wifi` or `wired` (with its speed when the kernel knows it)."""
+    if device == "lo":
+        return "loopback"
+    base = sys_class_net / device
+    if (base / "wireless").exists() or (base / "phy80211").exists():
+        return f"wifi ({device})"
+    try:
+        speed = int((base / "speed").read_text().strip())
+    except (OSError, ValueError):
+        speed = -1
+    return f"wired ({device}, {speed} Mb/s)" if speed > 0 else f"wired ({device})"
+
+
+def client_link(host: str) -> str:
+    """How this host reaches `host`: the route's interface and its kind."""
+    try:
+        addr = socket.gethostbyname(host)
+    except OSError:
+        return "unknown (host does not resolve)"
+    exe = shutil.which("ip")
+    if exe is None:
+        return "loopback" if addr.startswith("127.") else "unknown (no `ip` tool)"
+    try:
+        out = subprocess.run(
+            [exe, "-o", "route", "get", addr], capture_output=True, text=True, timeout=5
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    device = route_device(out)
+    return link_kind(device) if device else "unknown"
+
+
+async def engine_status(http: httpx.AsyncClient, base_url: str) -> dict[str, object]:
+    """The runtime status endpoint (SparkRing's, and the simulator's), {} when absent."""
+    try:
+        resp = await http.get(f"{base_url}{STATUS_PATH}", timeout=5.0)
+        data = resp.json() if resp.status_code == 200 else {}
+    except (httpx.HTTPError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def time_scale(status: dict[str, object]) -> float:
+    """The simulator's speed (wall runs X× faster than engine time); 1 for a real engine."""
+    for key in ("time_scale", "speed"):
+        value = status.get(key)
+        if isinstance(value, int | float) and value > 0:
+            return float(value)
+    return 1.0

@@ -1,0 +1,80 @@
+"""tool-eval-bench (PyPI, 3.x) for the quality score: its invocation and its output parsed.
+
+Quality cannot be simulated (it is the model's tool-calling skill), so the parser is tested on
+recorded output. The seed writes a result as `P/M (N/100)`: points earned of the maximum, and the
+final score. Both the markdown report (`**Final Score**: **N** / 100`, `**Total Points**: P / M`)
+and the terminal summary (`Points: P/M`, `Quality: N/100`, ...) are understood.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+from cockpit.bench.models import Quality
+
+_FINAL = re.compile(r"\*\*Final Score\*\*:\s*\*\*(\d+)\*\*\s*/\s*100")
+_TOTAL = re.compile(r"\*\*Total Points\*\*:\s*(\d+)\s*/\s*(\d+)")
+_POINTS = re.compile(r"^\s*Points:\s*(\d+)\s*/\s*(\d+)", re.MULTILINE)
+_QUALITY = re.compile(r"^\s*(?:- \*\*)?Quality(?:\*\*)?:\s*(\d+)\s*/\s*100", re.MULTILINE)
+_EXTRA = re.compile(
+    r"^\s*(?:- \*\*)?(Responsiveness|Deployability)(?:\*\*)?:\s*\**(\d+)\**\s*/\s*100"
+    r"(?:\s*\(([^)]*)\))?",
+    re.MULTILINE,
+)
+
+
+def parse_quality(text: str) -> Quality | None:
+    """Points and score from a tool-eval-bench report or terminal output; None if absent."""
+    total = _TOTAL.search(text) or _POINTS.search(text)
+    final = _FINAL.search(text)
+    score = int(final.group(1)) if final else None
+    if score is None:
+        quality = _QUALITY.search(text)
+        score = int(quality.group(1)) if quality else None
+    if total is None and score is None:
+        return None
+    extra: dict[str, str] = {}
+    for match in _EXTRA.finditer(text):
+        name, value, note = match.group(1).lower(), match.group(2), match.group(3)
+        extra[name] = f"{value}/100" + (f" ({note})" if note else "")
+    return Quality(
+        points=int(total.group(1)) if total else None,
+        max_points=int(total.group(2)) if total else None,
+        score=score,
+        extra=extra,
+    )
+
+
+def quality_argv(
+    base_url: str,
+    model: str,
+    label: str,
+    output_dir: Path,
+    *,
+    exe: str = "tool-eval-bench",
+    perf: bool = False,
+    depths: tuple[int, ...] = (),
+    concurrency: tuple[int, ...] = (1,),
+    tokenizer: Path | None = None,
+    cold: bool = False,
+) -> list[str]:
+    """The tool-eval-bench command line: quality only, or its perf part only (`perf=True`).
+
+    Its perf part drives llama-benchy with `--no-cache` and without prefix caching unless asked:
+    the seed's §3 artifact. Unless `cold`, `--enable-prefix-caching` goes through
+    `--benchy-args`, as the seed's fixed `sm121 bench` does.
+    """
+    argv = [exe, "--base-url", f"{base_url}/v1", "--model", model, "--label", label]
+    argv += ["--output-dir", str(output_dir)]
+    if perf:
+        argv += ["--perf-only", "--skip-tool-eval"]
+        if depths:
+            argv += ["--depth", ",".join(map(str, depths))]
+        argv += ["--concurrency", ",".join(map(str, concurrency))]
+        if tokenizer is not None:
+            argv += ["--tokenizer", str(tokenizer)]
+        if not cold:
+            argv += ["--benchy-args", shlex.join(["--enable-prefix-caching"])]
+    return argv

@@ -1,0 +1,294 @@
+"""Reports as the seed writes them (pure): markdown tables, comparisons and a terminal depth plot.
+
+Shape: a quality line, the perf table (every point, mean ± std), the depth table (tg by depth with
+c1/c2 columns, deltas against the lane's previous report), flags and warnings with their fixes,
+hung points with forensics, and the environment that could skew the numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from cockpit.bench.method import Stat, relative_delta
+from cockpit.bench.models import PointResult, Report
+
+REGRESSION = 0.05  # a drop beyond 5 % is marked as a regression
+
+
+def _stat(stat: Stat | None, digits: int = 1) -> str:
+    return f"{stat.mean:,.{digits}f} ± {stat.std:,.{digits}f}" if stat else "—"
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    return f"{value:,.{digits}f}" if value is not None else "—"
+
+
+def _pct(delta: float | None) -> str:
+    if delta is None:
+        return ""
+    mark = " ▼" if delta < -REGRESSION else " ▲" if delta > REGRESSION else ""
+    return f"{delta:+.1%}{mark}"
+
+
+def _depth(depth: int) -> str:
+    return f"{depth // 1024}K" if depth and depth % 1024 == 0 else str(depth)
+
+
+def mode(report: Report) -> str:
+    colds = {p.spec.cold for p in report.points}
+    return "cold" if colds == {True} else "warm prefix" if colds == {False} else "mixed"
+
+
+def perf_rows(report: Report) -> list[list[str]]:
+    rows = []
+    for p in report.points:
+        inf = p.inference
+        status = "skipped (hung)" if p.skipped else "FLAGGED" if p.flags else ""
+        rows.append(
+            [
+                f"pp{p.spec.pp} tg{p.spec.tg} @ d{p.spec.depth}" + (" cold" if p.spec.cold else ""),
+                f"c{p.spec.concurrency}",
+                _stat(inf.pp if inf else None),
+                _stat(inf.tg if inf else None),
+                _stat(inf.tg_req if inf else None),
+                _stat(inf.e2e_ttft_ms if inf else None, 0),
+                _stat(p.context.pp if p.context else None),
+                status,
+            ]
+        )
+    return rows
+
+
+PERF_HEADER = [
+    "test",
+    "c",
+    "pp t/s",
+    "tg t/s",
+    "tg t/s (req)",
+    "TTFT (ms)",
+    "ctx pp t/s",
+    "",
+]
+
+
+@dataclass(frozen=True)
+class DepthRow:
+    depth: int
+    tg: dict[int, float | None]
+    pp: dict[int, float | None]
+    flagged: dict[int, bool]
+    delta_tg: dict[int, float | None]
+
+
+def concurrencies(report: Report) -> list[int]:
+    return sorted({p.spec.concurrency for p in report.points})
+
+
+def depth_rows(report: Report, baseline: Report | None = None) -> list[DepthRow]:
+    rows = []
+    for depth in sorted({p.spec.depth for p in report.points}):
+        tg, pp, flagged, delta = {}, {}, {}, {}
+        for c in concurrencies(report):
+            point = report.point(depth, c)
+            before = baseline.point(depth, c) if baseline else None
+            tg[c] = point.tg if point else None
+            pp[c] = point.pp if point else None
+            flagged[c] = bool(point and point.flags)
+            delta[c] = relative_delta(tg[c], before.tg if before else None)
+        rows.append(DepthRow(depth, tg, pp, flagged, delta))
+    return rows
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right_from: int = 1) -> list[str]:
+    align = ["---" if i < right_from else "---:" for i in range(len(header))]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
+    lines.extend("| " + " | ".join(row) + " |" for row in rows)
+    return lines
+
+
+def flag_lines(points: Sequence[PointResult]) -> list[str]:
+    out = []
+    for p in points:
+        for f in p.flags:
+            fix = f" **Fix:** {f.fix}" if f.fix else ""
+            out.append(f"- **{p.spec.label}** [{f.kind}]: {f.message}.{fix}")
+    return out
+
+
+def render_markdown(report: Report, baseline: Report | None = None) -> str:
+    env = report.environment
+    lines = [
+        f"# Bench `{report.label}`: `{report.lane}` on `{report.cluster}`",
+        "",
+        f"{report.created} UTC · driver {env.driver} · {mode(report)} · "
+        f"baseline {('`' + report.baseline + '`') if report.baseline else 'none (first report)'}",
+        "",
+        f"Quality **{report.quality}**" if report.quality else "Quality: not measured",
+        "",
+        "## Perf",
+        "",
+        *_table(PERF_HEADER, perf_rows(report), right_from=2),
+        "",
+        f"## Depth (tg t/s, {mode(report)})",
+        "",
+    ]
+    cs = concurrencies(report)
+    header = ["depth", *(f"c{c}" for c in cs), *(f"pp c{c}" for c in cs)]
+    if baseline:
+        header += [f"Δ c{c}" for c in cs]
+    rows = []
+    for row in depth_rows(report, baseline):
+        cells = [str(row.depth)]
+        cells += [_num(row.tg[c]) + (" ⚠" if row.flagged[c] else "") for c in cs]
+        cells += [_num(row.pp[c], 0) for c in cs]
+        if baseline:
+            cells += [_pct(row.delta_tg[c]) for c in cs]
+        rows.append(cells)
+    lines += _table(header, rows)
+    if len(cs) > 1:
+        ok = all(
+            (r.tg[cs[-1]] or 0) >= (r.tg[cs[0]] or 0) for r in depth_rows(report) if r.tg[cs[0]]
+        )
+        lines += ["", f"c{cs[-1]} ≥ c{cs[0]} at every depth: **{'yes' if ok else 'NO'}**"]
+    lines += ["", "## Flags and warnings", ""]
+    flags = flag_lines(report.points)
+    lines += flags or ["- none"]
+    lines += [f"- {w}" for w in report.warnings]
+    hung = [p for p in report.points if p.hangs]
+    if hung:
+        lines += ["", "## Hung points (forensics)", ""]
+        for p in hung:
+            for h in p.hangs:
+                lines += [f"### {p.spec.label}: {h.action} after {h.after_s:.0f} s", "", "```"]
+                lines += [h.forensics, "```", ""]
+    lines += [
+        "",
+        "## Environment",
+        "",
+        f"- client: `{env.client_host}`, link {env.client_link}",
+        f"- prefix cache: {env.prefix_cache_mode}",
+        f"- concurrency: {env.concurrency_semantics}",
+        f"- engine: `{env.endpoint}`, model `{env.model}`, image `{env.engine_image or '?'}`",
+        f"- recipe hash: `{env.recipe_hash or '?'}`",
+        f"- latency ({env.latency_mode}): {env.latency_ms:.1f} ms"
+        + (
+            f"; simulator time scale ×{env.time_scale:g} (figures in engine time)"
+            if env.time_scale != 1
+            else ""
+        ),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    depth: int
+    concurrency: int
+    cold: bool
+    tg_a: float | None
+    tg_b: float | None
+    pp_a: float | None
+    pp_b: float | None
+
+    @property
+    def tg_delta(self) -> float | None:
+        return relative_delta(self.tg_b, self.tg_a)
+
+    @property
+    def pp_delta(self) -> float | None:
+        return relative_delta(self.pp_b, self.pp_a)
+
+    @property
+    def regression(self) -> bool:
+        return any(d is not None and d < -REGRESSION for d in (self.tg_delta, self.pp_delta))
+
+
+def compare(a: Report, b: Report) -> list[Comparison]:
+    """Every point of either report, side by side (B against A)."""
+    keys = sorted({(p.spec.depth, p.spec.concurrency, p.spec.cold) for p in (*a.points, *b.points)})
+
+    def find(report: Report, key: tuple[int, int, bool]) -> PointResult | None:
+        return next(
+            (p for p in report.points if (p.spec.depth, p.spec.concurrency, p.spec.cold) == key),
+            None,
+        )
+
+    out = []
+    for key in keys:
+        pa, pb = find(a, key), find(b, key)
+        out.append(
+            Comparison(
+                *key,
+                tg_a=pa.tg if pa else None,
+                tg_b=pb.tg if pb else None,
+                pp_a=pa.pp if pa else None,
+                pp_b=pb.pp if pb else None,
+            )
+        )
+    return out
+
+
+def render_comparison(a: Report, b: Report, name_a: str, name_b: str) -> str:
+    rows = [
+        [
+            f"d{c.depth}" + (" cold" if c.cold else ""),
+            f"c{c.concurrency}",
+            _num(c.tg_a),
+            _num(c.tg_b),
+            _pct(c.tg_delta),
+            _num(c.pp_a, 0),
+            _num(c.pp_b, 0),
+            _pct(c.pp_delta),
+            "REGRESSION" if c.regression else "",
+        ]
+        for c in compare(a, b)
+    ]
+    header = ["point", "c", "tg A", "tg B", "Δ tg", "pp A", "pp B", "Δ pp", ""]
+    lines = [
+        f"# Compare A `{name_a}` → B `{name_b}`",
+        "",
+        f"A: {a.environment.driver}, {mode(a)}, quality {a.quality or '—'}",
+        f"B: {b.environment.driver}, {mode(b)}, quality {b.quality or '—'}",
+        "",
+        *_table(header, rows, right_from=2),
+    ]
+    regressions = sum(1 for c in compare(a, b) if c.regression)
+    lines += ["", f"{regressions} regression(s) beyond {REGRESSION:.0%}"]
+    return "\n".join(lines) + "\n"
+
+
+def depth_plot(
+    report: Report, metric: str = "tg", height: int = 12, col_width: int = 7
+) -> list[str]:
+    """A terminal chart of tg (or pp) against depth, one symbol per concurrency."""
+    symbols = "12345678"
+    rows = depth_rows(report)
+    cs = concurrencies(report)
+    get: Callable[[DepthRow, int], float | None] = (
+        (lambda r, c: r.tg[c]) if metric == "tg" else (lambda r, c: r.pp[c])
+    )
+    values = [v for r in rows for c in cs if (v := get(r, c)) is not None]
+    if not values:
+        return [f"(no {metric} values to plot)"]
+    top = max(values) * 1.05
+    grid = [[" "] * (len(rows) * col_width) for _ in range(height)]
+    for x, row in enumerate(rows):
+        for i, c in enumerate(cs):
+            value = get(row, c)
+            if value is None:
+                continue
+            y = height - 1 - min(height - 1, int(value / top * height))
+            col = x * col_width + col_width // 2 + i
+            grid[y][col] = symbols[i] if grid[y][col] == " " else "*"
+    out = [
+        f"{metric} t/s vs depth ("
+        + ", ".join(f"{symbols[i]} = c{c}" for i, c in enumerate(cs))
+        + ", * = both)"
+    ]
+    for y, line in enumerate(grid):
+        label = top * (height - y) / height
+        out.append(f"{label:8.1f} ┤" + "".join(line).rstrip())
+    out.append(" " * 9 + "└" + "─" * (len(rows) * col_width))
+    out.append(" " * 10 + "".join(_depth(r.depth).center(col_width) for r in rows))
+    return out

@@ -1,0 +1,225 @@
+"""The bench operation: a driver's events, the cross-point honesty checks, quality, the report.
+
+`bench(request)` is an async generator of events like every operation: `Planned`, the driver's
+point events, `BenchWarning`s, and one final `SweepFinished` naming the report files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import socket
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+
+from cockpit.bench import artifacts, environment, honesty
+from cockpit.bench.benchy import BenchyConfig, BenchyDriver
+from cockpit.bench.client import served_model
+from cockpit.bench.events import (
+    OP,
+    BenchWarning,
+    LatencyMeasured,
+    PointFinished,
+    SweepFinished,
+    warning,
+)
+from cockpit.bench.models import Environment, PointResult, PointSpec, Quality, Report
+from cockpit.bench.quality import parse_quality, quality_argv
+from cockpit.bench.sweep import BuiltinDriver, DriverConfig
+from cockpit.ops.events import OpEvent
+
+PERF_DEPTHS = (0, 4096, 8192)
+SWEEP_DEPTHS = (16384, 65536, 131072, 262144)
+CONCURRENCY_SEMANTICS = (
+    "c>1 pp and tg are batch totals over all streams (llama-benchy's tg_throughput, what "
+    "tool-eval-bench shows); tg t/s (req) is per stream"
+)
+
+
+def default_points(
+    pp: int = 2048,
+    tg: int = 32,
+    depths: tuple[int, ...] = PERF_DEPTHS + SWEEP_DEPTHS,
+    concurrency: tuple[int, ...] = (1, 2),
+    cold: bool = False,
+) -> tuple[PointSpec, ...]:
+    """The seed's `bench` plan: perf at 0/4K/8K and the 16K…256K sweep, each at c1 and c2."""
+    return tuple(PointSpec(d, c, pp, tg, cold) for d in depths for c in concurrency)
+
+
+@dataclass(frozen=True)
+class BenchRequest:
+    lane: str
+    cluster: str
+    label: str
+    endpoint: str
+    points: tuple[PointSpec, ...]
+    tokenizer_dir: Path
+    reports_dir: Path = Path("reports")
+    runs: int = 3
+    driver: str = "builtin"
+    quality: bool = False
+    model: str | None = None
+    time_scale: float | None = None  # None: ask the engine (the simulator says its speed)
+    hang_timeout_s: float = 300.0
+    metrics_interval_s: float = 5.0
+    recipe_hash: str = ""
+    engine_image: str = ""
+    client_host: str = field(default_factory=socket.gethostname)
+    benchy_exe: tuple[str, ...] = ("llama-benchy",)
+    quality_exe: str = "tool-eval-bench"
+
+
+def prefix_cache_mode(points: tuple[PointSpec, ...]) -> str:
+    if all(p.cold or p.depth == 0 for p in points) and any(p.cold for p in points):
+        return (
+            "COLD: context + prompt as one request, no prefix warm-up (the old behaviour; c>1 "
+            "deep points measure serialised prefills)"
+        )
+    return "warm prefix: a context-load request, then context + prompt (depth > 0)"
+
+
+def make_driver(req: BenchRequest, model: str, scale: float) -> BuiltinDriver | BenchyDriver:
+    if req.driver == "llama-benchy":
+        return BenchyDriver(
+            BenchyConfig(
+                base_url=req.endpoint,
+                model=model,
+                points=req.points,
+                tokenizer_dir=req.tokenizer_dir,
+                runs=req.runs,
+                time_scale=scale,
+                hang_timeout_s=req.hang_timeout_s,
+                metrics_interval_s=req.metrics_interval_s,
+                exe=req.benchy_exe,
+            ),
+            lane=req.lane,
+            cluster=req.cluster,
+        )
+    return BuiltinDriver(
+        DriverConfig(
+            base_url=req.endpoint,
+            model=model,
+            points=req.points,
+            tokenizer_dir=req.tokenizer_dir,
+            runs=req.runs,
+            time_scale=scale,
+            hang_timeout_s=req.hang_timeout_s,
+            metrics_interval_s=req.metrics_interval_s,
+        ),
+        lane=req.lane,
+        cluster=req.cluster,
+    )
+
+
+async def engine_facts(req: BenchRequest, url: str) -> tuple[str, float, str]:
+    """(model, time scale, image) as the engine reports them, the request's values first."""
+    async with httpx.AsyncClient(timeout=30.0) as http:
+        model = req.model or await served_model(http, url)
+        status = await environment.engine_status(http, url)
+    scale = req.time_scale if req.time_scale is not None else environment.time_scale(status)
+    return model, scale, req.engine_image or str(status.get("image", ""))
+
+
+async def bench(
+    req: BenchRequest,
+    source: Callable[[str, float], AsyncIterator[OpEvent]] | None = None,
+    local_url: str | None = None,
+) -> AsyncIterator[OpEvent]:
+    """Run the sweep and write the report.
+
+    `source(model, scale)` replaces the local driver (a remote bench host's event stream);
+    `local_url` is how this machine reaches the engine (a forward) when not `req.endpoint`.
+    """
+    model, scale, image = await engine_facts(req, local_url or req.endpoint)
+    driver_name = "llama-benchy 0.4.0" if req.driver == "llama-benchy" else "builtin"
+    events = source(model, scale) if source else make_driver(req, model, scale).events()
+    latency_s = 0.0
+    results: list[PointResult] = []
+    warnings: list[str] = []
+    async for event in events:
+        if isinstance(event, LatencyMeasured):
+            latency_s = event.latency_s
+        if isinstance(event, PointFinished):
+            results.append(event.result)
+        if isinstance(event, BenchWarning):
+            warnings.append(event.message)
+        yield event
+    cross = honesty.c2_below_c1(results)
+    for spec, flag in cross.items():
+        yield warning(f"{spec.label}: {flag.message}", point=spec, flag=flag, lane=req.lane)
+    results = [
+        replace(r, flags=(*r.flags, cross[r.spec])) if r.spec in cross else r for r in results
+    ]
+    quality: Quality | None = None
+    if req.quality:
+        quality, note = await run_quality(req, model)
+        if note:
+            warnings.append(note)
+            yield warning(note, lane=req.lane)
+    baseline = artifacts.baseline_for(req.reports_dir, req.lane, req.cluster)
+    report = Report(
+        label=artifacts.safe_label(req.label),
+        created=artifacts.timestamp(),
+        lane=req.lane,
+        cluster=req.cluster,
+        environment=Environment(
+            client_host=req.client_host,
+            client_link=environment.client_link(urlsplit(req.endpoint).hostname or ""),
+            prefix_cache_mode=prefix_cache_mode(req.points),
+            concurrency_semantics=CONCURRENCY_SEMANTICS,
+            driver=driver_name + (f" on {req.client_host}" if source else ""),
+            endpoint=req.endpoint,
+            model=model,
+            engine_image=image,
+            recipe_hash=req.recipe_hash,
+            latency_ms=latency_s * 1000,
+            time_scale=scale,
+        ),
+        points=tuple(results),
+        quality=quality,
+        warnings=tuple(warnings),
+        baseline=baseline.name if baseline else "",
+    )
+    json_path, md_path = artifacts.save_report(req.reports_dir, report)
+    flagged = sum(1 for r in results if r.flags)
+    yield SweepFinished(
+        op=OP,
+        lane=req.lane,
+        cluster=req.cluster,
+        ok=not any(r.skipped for r in results),
+        summary=f"{len(results)} points, {flagged} flagged → {json_path}",
+        report_json=str(json_path),
+        report_md=str(md_path),
+    )
+
+
+async def run_quality(req: BenchRequest, model: str) -> tuple[Quality | None, str]:
+    """Run tool-eval-bench's quality part; (score, a note when it could not be measured)."""
+    exe = shutil.which(req.quality_exe)
+    if exe is None:
+        return None, f"quality not measured: {req.quality_exe} is not installed"
+    out_dir = req.reports_dir / f".tool-eval-bench-{artifacts.safe_label(req.label)}"
+    argv = quality_argv(req.endpoint, model, req.label, out_dir, exe=exe)
+    proc = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+    )
+    try:
+        output, _ = await proc.communicate()
+    finally:
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+    texts = [output.decode(errors="replace")]
+    texts += [p.read_text(errors="replace") for p in sorted(out_dir.glob("**/*.md"))]
+    for text in reversed(texts):
+        quality = parse_quality(text)
+        if quality is not None:
+            return quality, ""
+    return None, f"quality not measured: tool-eval-bench exited {proc.returncode} without a score"
