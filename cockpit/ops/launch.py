@@ -71,7 +71,10 @@ class _Rank:
     ended: bool = False
 
 
-async def _watch(ctx: OpContext, rank: _Rank, queue: asyncio.Queue[tuple[str, _Rank]]) -> None:
+Update = tuple[str, "_Rank", BootState]
+
+
+async def _watch(ctx: OpContext, rank: _Rank, queue: asyncio.Queue[Update]) -> None:
     """Follow the rank's log until its container ends; post every state change."""
     command = shlex.join(["docker", "logs", "-f", rank.command.container]) + " 2>&1"
     previous = rank.tracker.state
@@ -83,11 +86,11 @@ async def _watch(ctx: OpContext, rank: _Rank, queue: asyncio.Queue[tuple[str, _R
                 state = rank.tracker.feed(line)
                 if state != previous:
                     previous = state
-                    await queue.put(("state", rank))
+                    await queue.put(("state", rank, state))
     except SshError as exc:
         rank.tail.append(f"log stream lost: {exc.reason}")
     rank.ended = True
-    await queue.put(("ended", rank))
+    await queue.put(("ended", rank, rank.tracker.state))
 
 
 async def _exit_code(ctx: OpContext, rank: RankCommand) -> int | None:
@@ -134,7 +137,7 @@ async def _boot(
     previous = ctx.history.last_seconds(plan.recipe.name, plan.cluster.name)
     started = time.monotonic()
     deadline = started + timeout_s
-    queue: asyncio.Queue[tuple[str, _Rank]] = asyncio.Queue()
+    queue: asyncio.Queue[Update] = asyncio.Queue()
     ranks = [_Rank(r, BootTracker(), deque(maxlen=TAIL_LINES)) for r in plan.ranks]
     tasks = [asyncio.create_task(_watch(ctx, rank, queue)) for rank in ranks]
     phases = {r.command.rank: BootPhase.STARTING for r in ranks}
@@ -142,6 +145,7 @@ async def _boot(
         yield emit.started(f"boot/{BootPhase.STARTING.value}", rank.command.node)
     url: str | None = None
     next_probe = 0.0
+    head_ready = False
     last_problem = "the head did not report ready"
     try:
         while True:
@@ -157,11 +161,13 @@ async def _boot(
                 outcome.fail(f"{slowest.command.node}: boot deadline of {timeout_s:.0f} s passed")
                 return
             try:
-                kind, rank = await asyncio.wait_for(queue.get(), min(PROBE_EVERY_S, deadline - now))
+                kind, rank, state = await asyncio.wait_for(
+                    queue.get(), min(PROBE_EVERY_S, deadline - now)
+                )
             except TimeoutError:
                 kind = ""
             if kind:
-                node, state = rank.command.node, rank.tracker.state
+                node = rank.command.node
                 if state.phase is not phases[rank.command.rank]:
                     yield emit.finished(f"boot/{phases[rank.command.rank].value}", node)
                     phases[rank.command.rank] = state.phase
@@ -182,8 +188,8 @@ async def _boot(
                     )
                     outcome.fail(f"rank {rank.command.rank} on {node} {why}: {_decisive(rank)}")
                     return
-            head = ranks[0].tracker.state
-            if head.ready and time.monotonic() >= next_probe:
+                head_ready = head_ready or (rank.command.rank == 0 and state.ready)
+            if head_ready and time.monotonic() >= next_probe:
                 url = url or await base_url(ctx.pool, plan)
                 problem = await probe(url, plan.recipe.serve.served_model_name)
                 if problem is None:

@@ -1,0 +1,247 @@
+"""The operations on the simulated fleet, over real SSH: every "Done when" item of issue 5."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import httpx
+import pytest
+
+from cockpit.config import Inventory, load_inventory
+from cockpit.ops import OpContext, launch, stop, switch, sync_image
+from cockpit.ops.events import Finished, Notice, OpEvent, Planned, StepStarted
+from cockpit.ops.history import BootHistory
+from cockpit.ops.locks import NodeLocks, new_record
+from cockpit.sim.fleet import SimFleet
+from cockpit.ssh.inventory import pool_for
+from cockpit.telemetry.boot import BootPhase
+
+QWEN = "qwen3-0.6b-2x"
+PINNED = "qwen3-0.6b-2x-pinned"
+FLASH4 = "mimo26-flash-mopd-4x-sparkring"
+SPEED = 200.0
+BOOT_TIMEOUT = 60.0
+
+
+def add_pinned_recipe(fleet: SimFleet) -> None:
+    """A copy of the Qwen lane that pins its config.json sha256 (the seed's Flash lanes do)."""
+    config = fleet.snapshot_dir("dgx1", "Qwen/Qwen3-0.6B") / "config.json"
+    import hashlib
+
+    pin = hashlib.sha256(config.read_bytes()).hexdigest()[:8]
+    text = (fleet.inventory_dir / f"{QWEN}.toml").read_text()
+    text = text.replace(f'name = "{QWEN}"', f'name = "{PINNED}"')
+    text = text.replace("[model]\n", f'[model]\nconfig_sha256 = "{pin}"\n')
+    (fleet.inventory_dir / f"{PINNED}.toml").write_text(text)
+
+
+@pytest.fixture
+def fleet(fleet_factory: Callable[..., SimFleet]) -> SimFleet:
+    made = fleet_factory(8, speed=SPEED)
+    add_pinned_recipe(made)
+    return made
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("COCKPIT_STATE_DIR", str(tmp_path / "state"))
+    return tmp_path / "state"
+
+
+async def run(gen: AsyncIterator[OpEvent]) -> list[OpEvent]:
+    return [event async for event in gen]
+
+
+def finished(events: list[OpEvent]) -> Finished:
+    last = events[-1]
+    assert isinstance(last, Finished), last
+    return last
+
+
+class Cockpit:
+    """One cockpit on the fleet: its inventory and an open pool."""
+
+    def __init__(self, fleet: SimFleet, state: Path) -> None:
+        self.fleet = fleet
+        self.inventory: Inventory = load_inventory(fleet.inventory_dir)
+        self.pool = pool_for(self.inventory)
+        self.ctx = OpContext(self.inventory, self.pool, BootHistory(state / "boot.json"))
+
+    def recipe(self, name: str):
+        return self.inventory.recipe(name)
+
+
+@pytest.fixture
+async def cockpit(fleet: SimFleet, state_dir: Path) -> AsyncIterator[Cockpit]:
+    cp = Cockpit(fleet, state_dir)
+    yield cp
+    await run(stop(cp.ctx, cluster="4nodes-switch"))
+    await cp.pool.close()
+
+
+def containers(fleet: SimFleet, node: str) -> list[dict]:
+    return json.loads((fleet.node_dir(node) / "containers.json").read_text())
+
+
+def head_phases(events: list[OpEvent], node: str) -> list[str]:
+    return [
+        e.step.removeprefix("boot/")
+        for e in events
+        if isinstance(e, StepStarted) and e.node == node and e.step.startswith("boot/")
+    ]
+
+
+async def test_clean_launch_to_ready_then_stop_is_idempotent(cockpit: Cockpit) -> None:
+    events = await run(launch(cockpit.ctx, cockpit.recipe(QWEN), "2nodes-dac",
+                              boot_timeout_s=BOOT_TIMEOUT))  # fmt: skip
+    end = finished(events)
+    assert end.ok and end.exit_code == 0, end.summary
+    assert isinstance(events[0], Planned)
+    phases = head_phases(events, "dgx1")
+    order = [p.value for p in BootPhase]
+    assert phases[0] == "starting" and phases[-1] == "ready"
+    assert "loading weights" in phases and "capturing graphs" in phases
+    firsts = [order.index(p) for p in dict.fromkeys(phases)]  # each phase where it first began
+    assert firsts == sorted(firsts)
+    async with httpx.AsyncClient() as client:
+        assert (await client.get("http://127.0.0.11:30000/health")).status_code == 200
+    assert cockpit.ctx.history.last_seconds(QWEN, "2nodes-dac") is not None
+    first = finished(await run(stop(cockpit.ctx, lane=QWEN)))
+    assert first.ok and "stopped" in first.summary
+    assert containers(cockpit.fleet, "dgx1") == [] and containers(cockpit.fleet, "dgx2") == []
+    again = finished(await run(stop(cockpit.ctx, lane=QWEN)))
+    assert again.ok and "nothing to stop" in again.summary
+
+
+async def test_preflight_lists_every_refusal_at_once(cockpit: Cockpit) -> None:
+    fleet = cockpit.fleet
+    qwen_id = next(i["Id"] for i in fleet.images("dgx1") if "Qwen" in json.dumps(i)
+                   or "vllm-openai" in i.get("SimRepo", ""))  # fmt: skip
+    fleet.remove_image("dgx1", qwen_id)
+    fleet.corrupt_snapshot("dgx2", "Qwen/Qwen3-0.6B")
+    busy = await cockpit.pool.run("dgx2", [
+        "docker", "run", "-d", "--name", "other", "--label", "cockpit.lane=prod-4x",
+        "--label", "cockpit.cluster=4nodes-switch", "--entrypoint", "sleep", qwen_id, "600",
+    ])  # fmt: skip
+    assert busy.ok, busy.stderr
+    events = await run(launch(cockpit.ctx, cockpit.recipe(PINNED), "2nodes-dac"))
+    end = finished(events)
+    assert end.exit_code == 2
+    errors = [e.message for e in events if isinstance(e, Notice)]
+    assert any("not present by digest on dgx1" in m and "sync-image" in m for m in errors)
+    assert any("production lane prod-4x runs on dgx2" in m for m in errors)
+    assert any("snapshot on dgx2" in m and "does not match" in m for m in errors)
+    assert not any(isinstance(e, StepStarted) and e.step == "start" for e in events)
+    assert [c["Name"] for c in containers(fleet, "dgx1")] == []
+
+
+async def test_unreachable_node_is_refused(cockpit: Cockpit) -> None:
+    cockpit.fleet.stop_node("dgx2")
+    end = finished(await run(launch(cockpit.ctx, cockpit.recipe(QWEN), "2nodes-dac")))
+    assert end.exit_code == 2 and "dgx2 is unreachable" in end.summary
+    cockpit.fleet.start_node("dgx2")
+
+
+async def test_crash_mid_boot_rolls_back_every_rank(cockpit: Cockpit) -> None:
+    cockpit.fleet.set_fault("dgx2", "weights_crash")
+    events = await run(launch(cockpit.ctx, cockpit.recipe(QWEN), "2nodes-dac",
+                              boot_timeout_s=BOOT_TIMEOUT))  # fmt: skip
+    end = finished(events)
+    assert end.exit_code == 1
+    failure = next(e for e in events if isinstance(e, Notice) and e.node == "dgx2")
+    assert "rank 1 on dgx2" in failure.message and failure.line
+    assert "Error" in failure.line or "error" in failure.line
+    assert containers(cockpit.fleet, "dgx1") == [] and containers(cockpit.fleet, "dgx2") == []
+
+
+async def test_sync_restores_the_digest_so_a_launch_by_digest_works(cockpit: Cockpit) -> None:
+    fleet = cockpit.fleet
+    recipe = cockpit.recipe(QWEN)
+    image = next(i for i in fleet.images("dgx1") if i.get("SimRepo") == recipe.image.repository)
+    fleet.remove_image("dgx2", image["Id"])
+    refused = finished(await run(launch(cockpit.ctx, recipe, "2nodes-dac")))
+    assert refused.exit_code == 2 and "not present by digest on dgx2" in refused.summary
+    synced = finished(await run(sync_image(cockpit.ctx, recipe, "2nodes-dac")))
+    assert synced.ok, synced.summary
+    after = next(i for i in fleet.images("dgx2") if i["Id"] == image["Id"])
+    assert after["RepoDigests"] == image["RepoDigests"]
+    end = finished(await run(launch(cockpit.ctx, recipe, "2nodes-dac",
+                                    boot_timeout_s=BOOT_TIMEOUT)))  # fmt: skip
+    assert end.ok, end.summary
+
+
+async def test_peer_failure_mid_sync_leaves_the_others_synced(cockpit: Cockpit) -> None:
+    fleet = cockpit.fleet
+    recipe = cockpit.recipe(FLASH4)  # its image sits on dgx5-8 only (seed §2)
+    broken = fleet.node_dir("dgx1") / "images.json"
+    saved = broken.read_text()
+    broken.unlink()
+    broken.mkdir()  # dgx1's docker cannot record images any more: every load there fails
+    try:
+        events = await run(sync_image(cockpit.ctx, recipe, "4nodes-switch"))
+    finally:
+        broken.rmdir()
+        broken.write_text(saved)
+    end = finished(events)
+    assert end.exit_code == 1 and "failed: dgx1" in end.summary, [
+        (type(e).__name__, getattr(e, "node", None), getattr(e, "message", "")) for e in events
+    ]
+    notices = [e.message for e in events if isinstance(e, Notice) and e.node == "dgx1"]
+    assert any("retrying" in m for m in notices), notices
+    synced = [d for i in fleet.images("dgx2") for d in i["RepoDigests"]]
+    assert any(recipe.image.repository in d for d in synced), end.summary
+
+
+async def test_switch_replaces_one_lane_with_another(cockpit: Cockpit) -> None:
+    first = finished(await run(launch(cockpit.ctx, cockpit.recipe(QWEN), "2nodes-dac",
+                                      boot_timeout_s=BOOT_TIMEOUT)))  # fmt: skip
+    assert first.ok, first.summary
+    seen: list[Planned] = []
+
+    async def confirm(planned: Planned) -> bool:
+        seen.append(planned)
+        return True
+
+    events = await run(switch(cockpit.ctx, cockpit.recipe(PINNED), "2nodes-dac",
+                              confirm=confirm, boot_timeout_s=BOOT_TIMEOUT))  # fmt: skip
+    end = finished(events)
+    assert end.ok, end.summary
+    assert (
+        "stop qwen3-0.6b-2x" in seen[0].summary and "image present on every node" in seen[0].summary
+    )
+    lanes = {c["Config"]["Labels"]["cockpit.lane"] for n in ("dgx1", "dgx2")
+             for c in containers(cockpit.fleet, n)}  # fmt: skip
+    assert lanes == {PINNED}
+
+
+async def test_a_second_launch_on_locked_nodes_is_refused(cockpit: Cockpit) -> None:
+    other = NodeLocks(cockpit.pool, new_record("launch", "someone-else"))
+    assert await other.acquire(["dgx2"]) == []
+    try:
+        end = finished(await run(launch(cockpit.ctx, cockpit.recipe(QWEN), "2nodes-dac")))
+    finally:
+        await other.release()
+    assert end.exit_code == 2
+    assert (
+        "dgx2 is locked: held by" in end.summary
+        and "for operation launch someone-else" in end.summary
+    )
+    assert containers(cockpit.fleet, "dgx1") == []
+
+
+async def test_two_concurrent_launches_one_wins(cockpit: Cockpit, state_dir: Path) -> None:
+    rival = Cockpit(cockpit.fleet, state_dir)
+    try:
+        ends = await asyncio.gather(
+            run(
+                launch(cockpit.ctx, cockpit.recipe(QWEN), "2nodes-dac", boot_timeout_s=BOOT_TIMEOUT)
+            ),
+            run(launch(rival.ctx, rival.recipe(QWEN), "2nodes-dac", boot_timeout_s=BOOT_TIMEOUT)),
+        )
+    finally:
+        await rival.pool.close()
+    codes = sorted(finished(e).exit_code for e in ends)
+    assert codes == [0, 2], [finished(e).summary for e in ends]
