@@ -32,13 +32,14 @@ def cli(ctx: click.Context, inventory: Path | None) -> None:
 
 def _register() -> None:
     """Attach the command modules (imported here so `--help` lists every command)."""
-    from cockpit.cli import inventory_cmds, ops_cmds, sim_cmds, status_cmd
+    from cockpit.cli import bench_cmds, inventory_cmds, ops_cmds, sim_cmds, status_cmd
 
     for command in [
         *inventory_cmds.COMMANDS,
         *status_cmd.COMMANDS,
         *sim_cmds.COMMANDS,
         *ops_cmds.COMMANDS,
+        *bench_cmds.COMMANDS,
     ]:
         cli.add_command(command)
 

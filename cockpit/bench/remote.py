@@ -1,0 +1,66 @@
+"""`--bench-host NODE`: the driver runs on another host, its events come back over SSH.
+
+The seed moved its bench client to a wired host because a WiFi laptop skewed TTFT. The remote
+side runs `cockpit bench --events-jsonl ...` (the driver alone, one JSON event per line); the
+cockpit side parses the lines back into the same events, so the live view and the report are
+built exactly as for a local run. Closing the stream stops the remote client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+
+from cockpit.bench.events import parse_event_line
+from cockpit.bench.models import PointSpec
+from cockpit.ops.events import OpEvent
+from cockpit.ssh import SshPool
+
+
+def _csv(values: Sequence[int]) -> str:
+    return ",".join(str(v) for v in values)
+
+
+def remote_argv(
+    cockpit: Sequence[str],
+    endpoint: str,
+    model: str,
+    scale: float,
+    points: Sequence[PointSpec],
+    runs: int,
+    driver: str,
+    hang_timeout_s: float,
+    lane: str,
+    cluster: str,
+) -> list[str]:
+    """The command the bench host runs: the same points, the driver's events on stdout."""
+    first = points[0]
+    argv = [
+        *cockpit,
+        "bench",
+        "--events-jsonl",
+        "--endpoint", endpoint,
+        "--model", model,
+        "--time-scale", repr(scale),
+        "--lane", lane,
+        "--cluster", cluster,
+        "--label", "remote",
+        "--depths", _csv(sorted({p.depth for p in points})),
+        "--concurrency", _csv(sorted({p.concurrency for p in points})),
+        "--pp", str(first.pp),
+        "--tg", str(first.tg),
+        "--runs", str(runs),
+        "--driver", driver,
+        "--hang-timeout", repr(hang_timeout_s),
+    ]  # fmt: skip
+    if first.cold:
+        argv.append("--cold")
+    return argv
+
+
+async def remote_events(pool: SshPool, node: str, argv: Sequence[str]) -> AsyncIterator[OpEvent]:
+    """Events of a driver running on `node`; lines that are not events are skipped."""
+    async with pool.stream(node, list(argv)) as lines:
+        async for line in lines:
+            event = parse_event_line(line)
+            if event is not None:
+                yield event

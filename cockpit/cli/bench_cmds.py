@@ -1,0 +1,343 @@
+"""`bench`, `probe`, `report show|compare`: measuring a lane, honestly, and reading the results.
+
+`bench` prints a live table that fills in as points finish, every flag with its fix, and where the
+report went. The exit code is 0 when every point was measured, 1 when some point was skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import socket
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import click
+from rich.console import Console, Group
+from rich.live import Live
+from rich.markup import escape
+from rich.table import Table
+
+from cockpit.bench import artifacts
+from cockpit.bench import events as bev
+from cockpit.bench import probe as bench_probe
+from cockpit.bench import report as rep
+from cockpit.bench.environment import engine_status, time_scale
+from cockpit.bench.events import event_line
+from cockpit.bench.models import PointResult, PointSpec
+from cockpit.bench.remote import remote_argv, remote_events
+from cockpit.bench.run import (
+    PERF_DEPTHS,
+    SWEEP_DEPTHS,
+    BenchRequest,
+    bench,
+    default_points,
+    make_driver,
+)
+from cockpit.config import load_inventory
+from cockpit.errors import EXIT_FAILED, InputError
+from cockpit.ops.events import OpEvent
+from cockpit.plan import plan_lane
+from cockpit.ssh.inventory import pool_for
+
+console = Console(highlight=False, soft_wrap=True)
+DEFAULT_TOKENIZER = Path(__file__).resolve().parent.parent / "sim" / "engine" / "tokenizer"
+
+
+def _int(word: str) -> int:
+    """`65536` or `64K` (K = 1024)."""
+    word = word.strip().upper()
+    return int(word[:-1]) * 1024 if word.endswith("K") else int(word)
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(_int(x) for x in text.split(",") if x.strip())
+    except ValueError as exc:
+        raise click.BadParameter(f"expected comma-separated integers, got {text!r}") from exc
+
+
+class LiveTable:
+    """The bench's live view: one row per point, filled in as it runs and finishes."""
+
+    def __init__(self, points: tuple[PointSpec, ...]) -> None:
+        self.points = points
+        self.state: dict[PointSpec, str] = {p: "pending" for p in points}
+        self.results: dict[PointSpec, PointResult] = {}
+        self.notes: list[str] = []
+
+    def update(self, event: OpEvent) -> None:
+        match event:
+            case bev.PointStarted(point=point):
+                self.state[point] = "running"
+            case bev.RequestProgress(point=point, run=run, phase=phase, tokens=tokens):
+                self.state[point] = f"run {run} {phase} {tokens} tok"
+            case bev.PointFinished(result=result):
+                self.results[result.spec] = result
+                self.state[result.spec] = "skipped" if result.skipped else "done"
+            case bev.BenchWarning(message=message):
+                self.notes.append(message)
+
+    def render(self) -> Group:
+        table = Table(box=None, header_style="bold", pad_edge=False, padding=(0, 1))
+        for name in ("point", "c", "pp t/s", "tg t/s", "tg/req", "TTFT ms", "status"):
+            table.add_column(name, justify="left" if name in ("point", "status") else "right")
+        for p in self.points:
+            r = self.results.get(p)
+            inf = r.inference if r else None
+            status = self.state[p]
+            if r and r.flags:
+                status = "[red]FLAGGED[/red] " + ",".join(f.kind for f in r.flags)
+            table.add_row(
+                escape(f"d{p.depth}" + (" cold" if p.cold else "")),
+                f"c{p.concurrency}",
+                _mean(inf.pp if inf else None, 0),
+                _mean(inf.tg if inf else None),
+                _mean(inf.tg_req if inf else None),
+                _mean(inf.e2e_ttft_ms if inf else None, 0),
+                status,
+            )
+        return Group(table, *(f"[yellow]![/yellow] {escape(n)}" for n in self.notes[-6:]))
+
+
+def _mean(stat: object, digits: int = 1) -> str:
+    mean = getattr(stat, "mean", None)
+    return f"{mean:,.{digits}f}" if mean is not None else ""
+
+
+async def _consume(events: AsyncIterator[OpEvent], show: Callable[[OpEvent], None]) -> OpEvent:
+    last: OpEvent | None = None
+    async for event in events:
+        show(event)
+        last = event
+    assert last is not None
+    return last
+
+
+def _print_events_jsonl(req: BenchRequest, model: str, scale: float) -> None:
+    """The remote side of `--bench-host`: the driver's events, one JSON line each."""
+
+    async def run() -> None:
+        async for event in make_driver(req, model, scale).events():
+            sys.stdout.write(event_line(event) + "\n")
+            sys.stdout.flush()
+
+    asyncio.run(run())
+
+
+@click.command(name="bench")
+@click.option("--recipe", help="Lane recipe (with --cluster); or give --endpoint.")
+@click.option("--cluster")
+@click.option("--endpoint", help="An OpenAI-compatible base URL instead of a lane.")
+@click.option("--lane", "lane_name", help="Lane name for the report (with --endpoint).")
+@click.option("--label", required=True, help="Report label, e.g. sparkring-honest-baseline.")
+@click.option("--depths", default=None, help="Comma list (16K style ok); default 0..256K.")
+@click.option("--concurrency", default="1,2", show_default=True)
+@click.option("--pp", default=2048, show_default=True)
+@click.option("--tg", default=32, show_default=True)
+@click.option("--runs", default=3, show_default=True)
+@click.option("--cold", is_flag=True, help="Context + prompt as one cold request (old numbers).")
+@click.option("--driver", type=click.Choice(["builtin", "llama-benchy"]), default="builtin")
+@click.option("--quality", is_flag=True, help="Also run tool-eval-bench for the quality score.")
+@click.option("--bench-host", default="local", show_default=True, help="NODE or local.")
+@click.option("--tokenizer", type=click.Path(path_type=Path), default=None)
+@click.option("--reports", type=click.Path(path_type=Path), default=Path("reports"))
+@click.option("--hang-timeout", default=300.0, show_default=True, help="Seconds of silence.")
+@click.option("--model", default=None, help="Served model name (default: asked).")
+@click.option("--time-scale", type=float, default=None, hidden=True)
+@click.option("--events-jsonl", is_flag=True, hidden=True)
+@click.option("--remote-cockpit", default="cockpit", hidden=True, help="Command on the host.")
+@click.pass_context
+def bench_cmd(
+    ctx: click.Context,
+    recipe: str | None,
+    cluster: str | None,
+    endpoint: str | None,
+    lane_name: str | None,
+    label: str,
+    depths: str | None,
+    concurrency: str,
+    pp: int,
+    tg: int,
+    runs: int,
+    cold: bool,
+    driver: str,
+    quality: bool,
+    bench_host: str,
+    tokenizer: Path | None,
+    reports: Path,
+    hang_timeout: float,
+    model: str | None,
+    time_scale: float | None,
+    events_jsonl: bool,
+    remote_cockpit: str,
+) -> None:
+    """Quality + perf + depth sweep at c1/c2, live, with honesty checks and a report."""
+    points = default_points(
+        pp=pp,
+        tg=tg,
+        depths=_ints(depths) if depths else PERF_DEPTHS + SWEEP_DEPTHS,
+        concurrency=_ints(concurrency),
+        cold=cold,
+    )
+    image = recipe_hash = ""
+    inventory = None
+    plan = None
+    if endpoint is None:
+        if not recipe or not cluster:
+            raise InputError("give --recipe and --cluster (or --endpoint URL)")
+        inventory = load_inventory((ctx.obj or {}).get("inventory"))
+        plan = plan_lane(inventory, inventory.recipe(recipe), inventory.cluster(cluster))
+        endpoint, image, recipe_hash = plan.endpoint, plan.recipe.image.ref, plan.recipe_hash
+    req = BenchRequest(
+        lane=recipe or lane_name or "adhoc",
+        cluster=cluster or "",
+        label=label,
+        endpoint=endpoint.rstrip("/"),
+        points=points,
+        tokenizer_dir=tokenizer or DEFAULT_TOKENIZER,
+        reports_dir=reports,
+        runs=runs,
+        driver=driver,
+        quality=quality,
+        model=model,
+        time_scale=time_scale,
+        hang_timeout_s=hang_timeout,
+        recipe_hash=recipe_hash,
+        engine_image=image,
+        client_host=socket.gethostname() if bench_host == "local" else bench_host,
+    )
+    if events_jsonl:
+        _print_events_jsonl(req, model or "", time_scale or 1.0)
+        return
+    table = LiveTable(points)
+
+    async def run() -> OpEvent:
+        if bench_host == "local":
+            return await _watch(bench(req), table)
+        if inventory is None or plan is None:
+            raise InputError("--bench-host needs --recipe and --cluster")
+        async with pool_for(inventory) as pool:
+
+            def source(served: str, scale: float) -> AsyncIterator[OpEvent]:
+                argv = remote_argv(
+                    shlex.split(remote_cockpit), req.endpoint, served, scale, points, runs,
+                    driver, hang_timeout, req.lane, req.cluster,
+                )  # fmt: skip
+                return remote_events(pool, bench_host, argv)
+
+            return await _watch(bench(req, source=source), table)
+
+    last = asyncio.run(run())
+    for result in table.results.values():
+        for flag in result.flags:
+            console.print(f"[red]{escape(result.spec.label)}[/red]: {escape(flag.message)}")
+            if flag.fix:
+                console.print(f"  [bold]fix:[/bold] {escape(flag.fix)}")
+    if isinstance(last, bev.SweepFinished):
+        console.print(f"[bold]report[/bold]: {escape(last.report_md)}")
+        report = artifacts.load_report(Path(last.report_json))
+        for line in rep.depth_plot(report):
+            console.print(escape(line))
+        if not last.ok:
+            ctx.exit(EXIT_FAILED)
+
+
+async def _watch(events: AsyncIterator[OpEvent], table: LiveTable) -> OpEvent:
+    with Live(table.render(), console=console, refresh_per_second=4, transient=False) as live:
+
+        def show(event: OpEvent) -> None:
+            table.update(event)
+            live.update(table.render())
+
+        return await _consume(events, show)
+
+
+@click.command(name="probe")
+@click.option("--recipe")
+@click.option("--cluster")
+@click.option("--endpoint", help="A base URL instead of a lane.")
+@click.option("--tokens", default=64, show_default=True, help="Length of the streamed answer.")
+@click.pass_context
+def probe_cmd(
+    ctx: click.Context,
+    recipe: str | None,
+    cluster: str | None,
+    endpoint: str | None,
+    tokens: int,
+) -> None:
+    """8-token health check, then one stream observed at the socket (who flushes late?)."""
+    if endpoint is None:
+        if not recipe or not cluster:
+            raise InputError("give --recipe and --cluster (or --endpoint URL)")
+        inventory = load_inventory((ctx.obj or {}).get("inventory"))
+        endpoint = plan_lane(
+            inventory, inventory.recipe(recipe), inventory.cluster(cluster)
+        ).endpoint
+    url = endpoint.rstrip("/")
+
+    async def run() -> bench_probe.ProbeResult:
+        import httpx
+
+        from cockpit.bench.client import served_model
+
+        async with httpx.AsyncClient(timeout=30.0) as http:
+            model = await served_model(http, url)
+            scale = time_scale(await engine_status(http, url))
+        return await bench_probe.probe(url, model, scale, tokens)
+
+    result = asyncio.run(run())
+    console.print(
+        f"health: 8-token chat in [bold]{result.health_latency_ms:.0f} ms[/bold] "
+        f"({result.health_tokens} tokens: {escape(result.health_answer[:40])!r})"
+    )
+    wire = result.wire
+    console.print(
+        f"wire: HTTP {wire.status}, {len(wire.recv_times)} recv()s, "
+        f"{len(wire.event_times)} content chunks, {wire.tokens} tokens"
+    )
+    if result.gaps:
+        g = result.gaps
+        console.print(
+            f"inter-chunk gaps: p50 {g.p50_ms:.1f} ms, p90 {g.p90_ms:.1f} ms, "
+            f"max {g.max_ms:.1f} ms over {g.count} gaps"
+        )
+    if result.time_scale != 1:
+        console.print(f"(simulator ×{result.time_scale:g}: times in engine time)")
+    console.print(f"verdict: [bold]{escape(result.verdict)}[/bold]")
+
+
+@click.group(name="report")
+def report_group() -> None:
+    """Read bench reports: show one, compare two."""
+
+
+@report_group.command(name="show")
+@click.argument("file", type=click.Path(exists=True, path_type=Path))
+@click.option("--plot/--no-plot", default=True, help="Terminal depth plot of tg and pp.")
+def report_show(file: Path, plot: bool) -> None:
+    """A report as markdown (deltas against its baseline), and its depth plot."""
+    report = artifacts.load_report(file)
+    baseline = None
+    if report.baseline:
+        candidate = file.parent / report.baseline
+        if candidate.exists():
+            baseline = artifacts.load_report(candidate)
+    click.echo(rep.render_markdown(report, baseline))
+    if plot:
+        for metric in ("tg", "pp"):
+            click.echo("\n".join(rep.depth_plot(report, metric)) + "\n")
+
+
+@report_group.command(name="compare")
+@click.argument("a", type=click.Path(exists=True, path_type=Path))
+@click.argument("b", type=click.Path(exists=True, path_type=Path))
+def report_compare(a: Path, b: Path) -> None:
+    """B against A, point by point: deltas in %, regressions marked."""
+    click.echo(
+        rep.render_comparison(artifacts.load_report(a), artifacts.load_report(b), a.name, b.name)
+    )
+
+
+COMMANDS = [bench_cmd, probe_cmd, report_group]
