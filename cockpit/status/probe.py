@@ -142,6 +142,7 @@ class NodeFacts:
 
     gpus: Mapping[int, GpuSample] = field(default_factory=dict)
     gpu_at: float | None = None
+    gpu_samples: int = 0  # received so far
     meminfo: MemInfo | None = None
     meminfo_at: float | None = None
     apps: tuple[ComputeApp, ...] = ()
@@ -166,7 +167,13 @@ class NodeFacts:
         match frame:
             case GpuLine(sample):
                 gpus = {**heard.gpus, sample.index if sample.index is not None else 0: sample}
-                return replace(heard, gpus=gpus, gpu_at=now, failed=_without(heard.failed, "gpu"))
+                return replace(
+                    heard,
+                    gpus=gpus,
+                    gpu_at=now,
+                    gpu_samples=heard.gpu_samples + 1,
+                    failed=_without(heard.failed, "gpu"),
+                )
             case GpuEnded(status):
                 return replace(heard, failed={**heard.failed, "gpu": status})
             case Section(tag, _, status) if status != 0:
