@@ -109,7 +109,8 @@ async def sync_core(
     done: list[str] = []
     for attempt in (1, 2):
         if pending:
-            chains = plan.chains if attempt == 1 else [pending]
+            # A retry gives every failed peer its own chain: one broken peer cannot cut another.
+            chains = plan.chains if attempt == 1 else [[p] for p in pending]
             async for item in _transfer(ctx, emit, plan, chains, size):
                 if isinstance(item, dict):
                     failures = item
