@@ -71,7 +71,7 @@ class FleetDaemon:
             port,
             node_dir / "ssh" / "ssh_host_ed25519_key",
             self.layout.ssh_dir / "authorized_keys",
-            node_environment(node_dir),
+            node_environment(str(node_dir)),
         )
 
     async def start(self) -> None:

@@ -161,7 +161,8 @@ def provision(layout: FleetLayout, config: FleetConfig) -> dict[str, asyncssh.SS
         )
         state.write("containers.json", [])
         state.write("node.json", {"hcas": HCAS, "faults": {}})
-        (node_dir / "env.json").write_text(json.dumps(node_env(layout, config, name), indent=1))
+        env = node_env(layout, config, name)
+        (node_dir / "env").write_text("".join(f"{k}={v}\n" for k, v in env.items()))
         for repo, revision, source in trees:
             copy_snapshot(node_dir, repo, revision, source)
     return host_keys

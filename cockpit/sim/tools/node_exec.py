@@ -8,13 +8,10 @@ kills the group as soon as its stdout has no reader left (the channel is gone): 
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import select
 import signal
 import sys
-from pathlib import Path
 
 FORWARDED = (
     signal.SIGTERM,
@@ -26,16 +23,23 @@ FORWARDED = (
 )
 
 
-def node_environment(node_dir: Path) -> dict[str, str]:
+def node_environment(node_dir: str) -> dict[str, str]:
+    """This process's environment plus the node's (`<node dir>/env`, KEY=VALUE lines; no json
+    or pathlib here: every command pays this module's start-up)."""
     env = dict(os.environ)
-    env.update(json.loads((node_dir / "env.json").read_text()))
+    with open(os.path.join(node_dir, "env")) as handle:
+        for line in handle.read().splitlines():
+            key, _, value = line.partition("=")
+            env[key] = value
     env["PATH"] = env.pop("COCKPIT_SIM_BIN") + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin")
     return env
 
 
 def kill_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
+    try:
         os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return
 
 
 def supervise(pid: int) -> int:
@@ -59,8 +63,7 @@ def supervise(pid: int) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    node_dir = Path(args[0])
-    env = node_environment(node_dir)
+    env = node_environment(args[0])
     os.chdir(env["HOME"])
     command = os.environ.get("SSH_ORIGINAL_COMMAND")
     if command is None:
