@@ -53,6 +53,8 @@ from cockpit.status.probe import (
 RESULTS = Path(__file__).with_name("RESULTS.md")
 BEGIN, END = "<!-- telemetry_channels:begin -->", "<!-- telemetry_channels:end -->"
 SETTLE_S = 3.0
+PERF_ATTEMPTS = 10
+PERF_ATTACH_S = 0.3
 PERF_EVENTS = "sched:sched_process_fork,sched:sched_process_exec"
 
 
@@ -162,36 +164,46 @@ def _node_pids(fleet: SimFleet, min_age_s: float = 2.0) -> list[int]:
     return sorted(tree)
 
 
-async def _count_spawns(
-    pids: list[int], window_s: float, until: asyncio.Task[None] | None = None
-) -> tuple[int, int]:
-    """(tasks created, programs exec'd) under the given processes during the window
-    (or, with `until`, from `window_s` after perf starts until that task is done)."""
-    out = Path(tempfile.mkstemp(suffix=".perf")[1])
-    perf = subprocess.Popen(
-        ["perf", "stat", "-e", PERF_EVENTS, "-p", ",".join(map(str, pids)), "-o", str(out)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        await asyncio.sleep(window_s)
-        if until is not None:
-            await until
-    finally:
-        perf.send_signal(signal.SIGINT)
-        _, errors = perf.communicate(timeout=10)
-    text = out.read_text() + errors
-    out.unlink()
+class SpawnCounter:
+    """`perf stat` on the nodes' long-lived processes and everything they start meanwhile:
+    `async with SpawnCounter(pids_of) as counter: ...`, then `counter.tasks` / `.programs`."""
 
-    def count(event: str) -> int:
-        match = re.search(rf"^\s*([\d,]+|<not counted>)\s+{re.escape(event)}", text, re.M)
-        if match is None:
-            raise RuntimeError(f"perf stat did not report {event}:\n{text}")
-        value = match.group(1)
-        return 0 if value == "<not counted>" else int(value.replace(",", ""))
+    def __init__(self, pids_of: Callable[[], list[int]]) -> None:
+        self._pids_of = pids_of
+        self._out = Path(tempfile.mkstemp(suffix=".perf")[1])
+        self._perf: subprocess.Popen[str] | None = None
+        self.tasks = self.programs = 0
 
-    return count("sched:sched_process_fork"), count("sched:sched_process_exec")
+    async def __aenter__(self) -> SpawnCounter:
+        for _ in range(PERF_ATTEMPTS):  # perf gives up when a pid exits while it attaches
+            pids = ",".join(map(str, self._pids_of()))
+            self._perf = subprocess.Popen(
+                ["perf", "stat", "-e", PERF_EVENTS, "-p", pids, "-o", str(self._out)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            await asyncio.sleep(PERF_ATTACH_S)
+            if self._perf.poll() is None:
+                return self
+        raise RuntimeError(f"perf stat would not start: {self._perf.communicate()[1]}")
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        assert self._perf is not None
+        self._perf.send_signal(signal.SIGINT)
+        _, errors = self._perf.communicate(timeout=10)
+        text = self._out.read_text() + errors
+        self._out.unlink()
+        self.tasks = _perf_count(text, "sched:sched_process_fork")
+        self.programs = _perf_count(text, "sched:sched_process_exec")
+
+
+def _perf_count(text: str, event: str) -> int:
+    match = re.search(rf"^\s*([\d,]+|<not counted>)\s+{re.escape(event)}", text, re.M)
+    if match is None:
+        raise RuntimeError(f"perf stat did not report {event}:\n{text}")
+    value = match.group(1)
+    return 0 if value == "<not counted>" else int(value.replace(",", ""))
 
 
 def _gpu_samples(facts: dict[str, NodeFacts]) -> int:
@@ -204,15 +216,10 @@ async def _login_cost(fleet: SimFleet, execs: int = 10) -> tuple[float, float]:
     endpoint = Endpoint(node.name, node.host, node.port, fleet.config.user)
     async with SshPool([endpoint], Settings(fleet.known_hosts, (fleet.client_key,), 5.0)) as pool:
         await pool.run(node.name, "true", timeout=10)
-        pids = _node_pids(fleet, min_age_s=0.0)
-
-        async def run_them() -> None:
+        async with SpawnCounter(lambda: _node_pids(fleet, min_age_s=0.0)) as counter:
             for _ in range(execs):
                 await pool.run(node.name, "true", timeout=10)
-
-        runner = asyncio.create_task(run_them())
-        forks, programs = await _count_spawns(pids, 0.5, until=runner)
-    return forks / execs, programs / execs
+    return counter.tasks / execs, counter.programs / execs
 
 
 async def _measure(mode: str, fleet: SimFleet, pace: Pace, window_s: float) -> Measure:
@@ -233,17 +240,18 @@ async def _measure(mode: str, fleet: SimFleet, pace: Pace, window_s: float) -> M
             await asyncio.sleep(pace.slow_s)
             facts, stop = (lambda: dict(baseline.facts)), baseline.stop
         await asyncio.sleep(SETTLE_S)  # the long-lived node processes must exist before perf
-        samples_before, cpu_before = _gpu_samples(facts()), _cpu_seconds()
-        forks, execs = await _count_spawns(_node_pids(fleet), window_s)
-        cpu = _cpu_seconds() - cpu_before
-        samples = _gpu_samples(facts()) - samples_before
+        async with SpawnCounter(lambda: _node_pids(fleet)) as counter:
+            samples_before, cpu_before = _gpu_samples(facts()), _cpu_seconds()
+            await asyncio.sleep(window_s)
+            cpu = _cpu_seconds() - cpu_before
+            samples = _gpu_samples(facts()) - samples_before
         await stop()
         if mode == "exec" and baseline.errors:
             print(
                 f"exec mode: {len(baseline.errors)} failed polls, e.g. {baseline.errors[-1]}",
                 file=sys.stderr,
             )
-    return Measure(mode, len(nodes), window_s, forks, execs, cpu, samples)
+    return Measure(mode, len(nodes), window_s, counter.tasks, counter.programs, cpu, samples)
 
 
 def _report(measures: list[Measure], pace: Pace, login: tuple[float, float]) -> str:
