@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from cockpit.sim.engine.args import parse
+from cockpit.sim.engine.boot import BootPlan, boot_seconds
 from cockpit.sim.engine.calibration import LaneCalibration, for_lane
 from cockpit.sim.engine.scheduler import SchedulerConfig, StepResult
 from cockpit.sim.engine.stats import LOG_INTERVAL_S, StatsLog
@@ -159,3 +161,22 @@ def test_cold_window_engine_log_shows_the_monolith_and_the_starved_decode() -> N
     assert any(w == artifact["waiting"] for _, _, w in cold)
     # decode starved behind the prefills: a fraction of the 52 t/s the same pair decodes warm
     assert max(g for _, g, _ in cold) < 10
+
+
+def _plan(family: str, tp: int, cached: bool) -> BootPlan:
+    args, _ = parse(["serve", f"/c/models--XiaomiMiMo--MiMo-V2.6-{family}-MOPD/snapshots/r"])
+    cal = for_lane(family.lower(), tp)
+    gib, tokens = cal.kv_pool(0.85)
+    return BootPlan(args, cal, "MiMoV2ForCausalLM", gib, tokens, cached, rank=0)
+
+
+@pytest.mark.parametrize(("family", "tp"), [("Flash", 2), ("Flash", 4), ("Pro", 8)])
+def test_restart_with_compile_cache_takes_200_to_225_s(family: str, tp: int) -> None:
+    low, high = SEED["restart"]["seconds"]
+    assert low <= boot_seconds(_plan(family, tp, cached=True)) <= high
+
+
+def test_first_pro_boot_with_autotune_and_image_sync_is_about_40_min() -> None:
+    sync = SEED["image_sync"]["seconds"]
+    minutes = (boot_seconds(_plan("Pro", 8, cached=False)) + sync) / 60
+    assert abs(minutes / SEED["pro_8x_kraken"]["first_boot_min"] - 1) <= 0.10

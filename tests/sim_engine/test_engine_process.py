@@ -71,7 +71,7 @@ def test_openai_client_streams_a_chat_completion(flash: EngineProc) -> None:
 def test_metrics_parse_with_vllm_names(flash: EngineProc) -> None:
     httpx.post(
         flash.url + "/v1/completions",
-        json={"model": "mimo26-flash", "prompt": "x" * 500, "max_tokens": 20},
+        json={"model": "mimo26-flash", "prompt": "x" * 500, "max_tokens": 600},
         timeout=30,
     ).raise_for_status()
     body = httpx.get(flash.url + "/metrics", timeout=10).text
@@ -89,10 +89,13 @@ def test_metrics_parse_with_vllm_names(flash: EngineProc) -> None:
     samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
                for f in families.values() for s in f.samples}  # fmt: skip
     labels = (("engine", "0"), ("model_name", "mimo26-flash"))
-    assert samples[("vllm:generation_tokens_total", labels)] == 20
+    assert samples[("vllm:generation_tokens_total", labels)] == 600
     assert samples[("vllm:prompt_tokens_total", labels)] == 500
     length = tuple(sorted((*labels, ("finished_reason", "length"))))
     assert samples[("vllm:request_success_total", length)] == 1
+    assert samples[("vllm:spec_decode_num_draft_tokens_total", labels)] > 0
+    log = flash.text()
+    assert "Engine 000: Avg prompt throughput: " in log and "SpecDecoding metrics: " in log
     info = next(s for s in families["vllm:cache_config_info"].samples)
     assert info.labels["block_size"] == "16" and int(info.labels["num_gpu_blocks"]) > 300_000
 

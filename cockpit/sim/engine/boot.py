@@ -16,6 +16,8 @@ from cockpit.sim.engine import logs
 from cockpit.sim.engine.args import EngineArgs
 from cockpit.sim.engine.calibration import LaneCalibration
 
+NCCL_INIT_S = 1.2
+"""Engine seconds from the process-group line to NCCL's `Init COMPLETE` (all ranks joined)."""
 _TILES = ("128x64x128", "128x128x64", "64x128x128", "256x64x64", "128x256x64", "64x64x256")
 _KERNELS = ("mxfp4_moe_gemm", "mxfp8_dense_gemm", "moe_align_block", "fused_act_quant")
 
@@ -255,3 +257,9 @@ def serving(plan: BootPlan) -> list[LogEvent]:
                      "launcher.py:195")
         )  # fmt: skip
     return events
+
+
+def boot_seconds(plan: BootPlan) -> float:
+    """Engine seconds rank 0 takes from start to serving (without waiting for peers)."""
+    events = [*preamble(plan), *rendezvous(plan), *after_nccl(plan, ""), *serving(plan)]
+    return NCCL_INIT_S + sum(e.after_s for e in events)

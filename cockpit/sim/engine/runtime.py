@@ -184,7 +184,7 @@ async def _nccl(r: Rank, plan: boot.BootPlan) -> int | None:
         r.log(plan.worker, "ERROR", "multiproc_executor.py:702", "WorkerProc failed to start.")
         r.bare(faults.nccl_timeout_traceback(r.rank))
         return 1
-    await r.sleep(1.2)
+    await r.sleep(boot.NCCL_INIT_S)
     r.bare(lines)
     return None
 
@@ -398,8 +398,10 @@ async def _follow_core(r: Rank, core: EngineCore) -> None:
 
 
 async def _stats_ticker(r: Rank, core: EngineCore) -> None:
+    """vLLM's 10 s logging interval in engine time; at most 20 wakeups per wall second (at very
+    high speeds a window then spans more engine time; its rates are still per engine second)."""
     while True:
-        await r.sleep(LOG_INTERVAL_S)
+        await asyncio.sleep(max(LOG_INTERVAL_S / r.speed, 0.05))
         s = core.scheduler
         for msg in core.stats.flush(core.now(), len(s.running), len(s.waiting), s.pool.usage):
             r.log("APIServer", "INFO", "loggers.py:257", msg)
