@@ -5,28 +5,40 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Callable, Iterator
+
+import pytest
 
 from cockpit.sim.fleet import SimFleet
 from cockpit.sim.tools.nodestate import GIB, derive_hex, new_image
 from tests.fleet_fixtures import connect
 
 PLAIN = "sim/plain:1"
+Place = Callable[[SimFleet, str], None]
 
 
-def add_plain_image(fleet: SimFleet, node: str) -> None:
-    fleet.add_image(
-        node,
-        new_image(
-            repo="sim/plain",
-            image_id=derive_hex("", "plain"),
-            size_bytes=GIB // 4,
-            tags=[PLAIN],
-        ),
-    )
+PLAIN_ID = "sha256:" + derive_hex("", "plain")
 
 
-async def test_run_ps_logs_stop_rm(sim_fleet: SimFleet) -> None:
-    add_plain_image(sim_fleet, "dgx3")
+@pytest.fixture
+def plain_image() -> Iterator[Callable[[SimFleet, str], None]]:
+    """Put a non-engine image on a node for one test; the shared fleet gets it removed after."""
+    placed: list[tuple[SimFleet, str]] = []
+
+    def place(fleet: SimFleet, node: str) -> None:
+        fleet.add_image(
+            node,
+            new_image(repo="sim/plain", image_id=PLAIN_ID, size_bytes=GIB // 4, tags=[PLAIN]),
+        )
+        placed.append((fleet, node))
+
+    yield place
+    for fleet, node in placed:
+        fleet.remove_image(node, PLAIN_ID)
+
+
+async def test_run_ps_logs_stop_rm(sim_fleet: SimFleet, plain_image: Place) -> None:
+    plain_image(sim_fleet, "dgx3")
     script = "echo hello; echo oops >&2; sleep 0.3; echo second; exec sleep 60"
     async with connect(sim_fleet, "dgx3") as conn:
         run = await conn.run(
@@ -65,8 +77,8 @@ async def test_run_ps_logs_stop_rm(sim_fleet: SimFleet) -> None:
         )
 
 
-async def test_run_errors_match_docker(sim_fleet: SimFleet) -> None:
-    add_plain_image(sim_fleet, "dgx4")
+async def test_run_errors_match_docker(sim_fleet: SimFleet, plain_image: Place) -> None:
+    plain_image(sim_fleet, "dgx4")
     async with connect(sim_fleet, "dgx4") as conn:
         await conn.run(f"docker run -d --name dup {PLAIN} sleep 30")
         clash = await conn.run(f"docker run -d --name dup {PLAIN} sleep 30", check=False)
@@ -80,8 +92,8 @@ async def test_run_errors_match_docker(sim_fleet: SimFleet) -> None:
         assert missing.stderr == "Error response from daemon: No such image: nope:1\n"
 
 
-async def test_foreground_run_returns_exit_code(sim_fleet: SimFleet) -> None:
-    add_plain_image(sim_fleet, "dgx2")
+async def test_foreground_run_returns_exit_code(sim_fleet: SimFleet, plain_image: Place) -> None:
+    plain_image(sim_fleet, "dgx2")
     async with connect(sim_fleet, "dgx2") as conn:
         result = await conn.run(f"docker run --rm {PLAIN} bash -c 'echo out; exit 3'", check=False)
         assert (result.exit_status, result.stdout) == (3, "out\n")
@@ -150,8 +162,8 @@ async def test_save_stream_size_is_the_scaled_record_size(small_fleet: SimFleet)
     assert int(size.stdout) == image["SimBytes"]
 
 
-async def test_logs_follow_ends_with_the_container(sim_fleet: SimFleet) -> None:
-    add_plain_image(sim_fleet, "dgx6")
+async def test_logs_follow_ends_with_the_container(sim_fleet: SimFleet, plain_image: Place) -> None:
+    plain_image(sim_fleet, "dgx6")
     script = "for i in 1 2 3; do echo line$i; sleep 0.2; done; exit 4"
     async with connect(sim_fleet, "dgx6") as conn:
         await conn.run(f"docker run -d --name follow {PLAIN} bash -c {shlex.quote(script)}")
@@ -168,8 +180,8 @@ async def test_logs_follow_ends_with_the_container(sim_fleet: SimFleet) -> None:
     )
 
 
-async def test_tag_and_rmi(sim_fleet: SimFleet) -> None:
-    add_plain_image(sim_fleet, "dgx7")
+async def test_tag_and_rmi(sim_fleet: SimFleet, plain_image: Place) -> None:
+    plain_image(sim_fleet, "dgx7")
     async with connect(sim_fleet, "dgx7") as conn:
         await conn.run(f"docker tag {PLAIN} sim/plain:extra")
         tags = await conn.run("docker images sim/plain --format '{{.Repository}}:{{.Tag}}'")
@@ -178,5 +190,5 @@ async def test_tag_and_rmi(sim_fleet: SimFleet) -> None:
         gone = await conn.run(f"docker image inspect {PLAIN}", check=False)
     assert sorted(tags.stdout.split()) == ["sim/plain:1", "sim/plain:extra"]
     assert untag.stdout == "Untagged: sim/plain:extra\n"
-    assert delete.stdout == f"Untagged: {PLAIN}\nDeleted: sha256:{derive_hex('', 'plain')}\n"
+    assert delete.stdout == f"Untagged: {PLAIN}\nDeleted: {PLAIN_ID}\n"
     assert gone.exit_status == 1
