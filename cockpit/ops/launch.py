@@ -102,11 +102,26 @@ async def _exit_code(ctx: OpContext, rank: RankCommand) -> int | None:
     return None
 
 
-async def _settle(rank: _Rank, grace_s: float = 1.0) -> None:
-    """Give a failing rank a moment to print its root cause (the exception after the Traceback)."""
+async def _settle(ranks: list[_Rank], grace_s: float = 1.5) -> None:
+    """Give failing ranks a moment to print their root cause (the exception after a Traceback,
+    the crashed worker's own error before the head's "worker died")."""
     end = time.monotonic() + grace_s
-    while not rank.ended and time.monotonic() < end:
+    while not all(r.ended for r in ranks) and time.monotonic() < end:
         await asyncio.sleep(0.05)
+
+
+_KIND_RANK = {"traceback": 0, "error": 1, "exception": 2, "timeout": 2}
+
+
+def culprit(ranks: list[_Rank], first: _Rank) -> _Rank:
+    """The rank whose log holds the root cause: the most decisive failure line wins (an exception
+    or NCCL timeout beats an ERROR line such as "worker died"); ties go to the first to fail."""
+
+    def score(rank: _Rank) -> int:
+        kind = rank.tracker.state.failed_kind
+        return _KIND_RANK[kind] if kind else -1
+
+    return max([first, *(r for r in ranks if r is not first)], key=score)
 
 
 def _decisive(rank: _Rank) -> str:
@@ -179,14 +194,15 @@ async def _boot(
                     eta_s=eta_seconds(previous, elapsed), message=describe(state),
                 )  # fmt: skip
                 if state.failed or kind == "ended":
-                    await _settle(rank)
-                    code = await _exit_code(ctx, rank.command) if kind == "ended" else None
-                    why = "failed" if state.failed else "exited"
+                    await _settle(ranks)
+                    rank = culprit(ranks, rank)
+                    node, number = rank.command.node, rank.command.rank
+                    code = await _exit_code(ctx, rank.command)
+                    why = "failed" if rank.tracker.state.failed else "exited"
                     why += f" (exit code {code})" if code is not None else ""
-                    yield emit.notice(
-                        f"rank {rank.command.rank} on {node} {why}", node, _decisive(rank), True
-                    )
-                    outcome.fail(f"rank {rank.command.rank} on {node} {why}: {_decisive(rank)}")
+                    line = _decisive(rank)
+                    yield emit.notice(f"rank {number} on {node} {why}", node, line, error=True)
+                    outcome.fail(f"rank {number} on {node} {why}: {line}")
                     return
                 head_ready = head_ready or (rank.command.rank == 0 and state.ready)
             if head_ready and time.monotonic() >= next_probe:

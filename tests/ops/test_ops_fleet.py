@@ -152,7 +152,7 @@ async def test_crash_mid_boot_rolls_back_every_rank(cockpit: Cockpit) -> None:
     end = finished(events)
     assert end.exit_code == 1
     failure = next(e for e in events if isinstance(e, Notice) and e.line)
-    assert failure.node in ("dgx1", "dgx2") and f"on {failure.node}" in failure.message
+    assert failure.node == "dgx2" and "rank 1 on dgx2" in failure.message, failure
     assert "Error" in failure.line or "error" in failure.line
     assert containers(cockpit.fleet, "dgx1") == [] and containers(cockpit.fleet, "dgx2") == []
 
