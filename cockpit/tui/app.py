@@ -1,0 +1,109 @@
+"""The cockpit's Textual app: thin. It owns the store, the feeds' workers, themes and keymap;
+the main screen does the rest."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
+from pathlib import Path
+
+from textual.app import App, SystemCommand
+from textual.screen import Screen
+
+from cockpit.config import Inventory
+from cockpit.tui.feeds import Feed
+from cockpit.tui.keymap import MAIN_BINDINGS
+from cockpit.tui.messages import Facts
+from cockpit.tui.operations import Operations
+from cockpit.tui.screens.main import MainScreen
+from cockpit.tui.settings import TuiSettings, save_theme
+from cockpit.tui.state.store import Store
+from cockpit.tui.state.views import FleetSnapshot, NodeHealth
+from cockpit.tui.theming import DEFAULT_THEME, THEMES_DIR, load_themes
+
+
+class CockpitApp(App[None]):
+    TITLE = "cockpit"
+    ENABLE_COMMAND_PALETTE = True
+
+    def __init__(
+        self,
+        inventory: Inventory,
+        *,
+        feeds: Sequence[Feed] = (),
+        operations: Operations | None = None,
+        settings: TuiSettings,
+        readonly: bool = False,
+        fleet_label: str = "",
+        clock: Callable[[], float] = time.time,
+        theme_dirs: Iterable[Path] = (THEMES_DIR,),
+        persist_theme: bool = True,
+        baselines: Mapping[str, Mapping[tuple[int, int], float]] | None = None,
+    ) -> None:
+        super().__init__()
+        self.store = Store(inventory, baselines)
+        self.feeds = tuple(feeds)
+        self.operations = operations
+        self.settings = settings
+        self.readonly = readonly
+        self.fleet_label = fleet_label or str(inventory.root)
+        self.clock = clock
+        self.persist_theme = persist_theme
+        self.first_useful_frame: float | None = None  # perf_counter() of the first LIVE node shown
+        self.cockpit_themes = [t.name for t in load_themes(*theme_dirs)]
+        for theme in load_themes(*theme_dirs):
+            self.register_theme(theme)
+        wanted = settings.theme if settings.theme in self.available_themes else DEFAULT_THEME
+        self.theme = wanted if wanted in self.available_themes else "textual-dark"
+        self._bad_keymap = sorted(set(settings.keymap) - {b.id for b in MAIN_BINDINGS if b.id})
+        self.set_keymap({k: v for k, v in settings.keymap.items() if k not in self._bad_keymap})
+
+    def on_mount(self) -> None:
+        self.push_screen(MainScreen())
+        if self._bad_keymap:
+            known = ", ".join(b.id for b in MAIN_BINDINGS if b.id)
+            self.notify(
+                f"{self.settings.path}: unknown key id(s) {', '.join(self._bad_keymap)} "
+                f"(known: {known})",
+                severity="warning",
+                timeout=10,
+            )
+        for feed in self.feeds:
+            self.run_worker(self._pump(feed), name=feed.name, group="feeds", exit_on_error=False)
+
+    async def _pump(self, feed: Feed) -> None:
+        async for batch in feed.batches():
+            self.post_message(Facts(batch))
+
+    def on_facts(self, message: Facts) -> None:
+        self.store.apply_all(message.inputs)
+
+    def frame_shown(self, snap: FleetSnapshot) -> None:
+        """Called after each repaint; records when the fleet first appeared live."""
+        if self.first_useful_frame is None and any(n.health is NodeHealth.LIVE for n in snap.nodes):
+            self.first_useful_frame = time.perf_counter()
+
+    def cycle_theme(self) -> str:
+        """Next cockpit theme; the choice is saved to the user's `tui.toml`."""
+        names = self.cockpit_themes or [self.theme]
+        index = (names.index(self.theme) + 1) % len(names) if self.theme in names else 0
+        self.theme = names[index]
+        if self.persist_theme:
+            save_theme(self.settings.path, self.theme)
+        return self.theme
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """The palette lists the main screen's keys (same bindings as the footer and `?`)."""
+        yield from super().get_system_commands(screen)
+        main = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
+        if main is None:
+            return
+        for binding in MAIN_BINDINGS:
+            if binding.action in ("quit", "help"):
+                continue
+            yield SystemCommand(
+                binding.description,
+                binding.tooltip or binding.description,
+                partial(main.run_action, binding.action),
+            )

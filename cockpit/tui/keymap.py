@@ -1,0 +1,34 @@
+"""The cockpit's keys: one BINDINGS list (with ids) that the footer, the `?` screen, the command
+palette and the user's keymap overrides all read."""
+
+from __future__ import annotations
+
+from textual.binding import Binding
+
+MAIN_BINDINGS: list[Binding] = [
+    Binding(
+        "l", "launch", "Launch", id="launch", tooltip="Launch the selected lane on its cluster"
+    ),
+    Binding("s", "stop", "Stop", id="stop", tooltip="Stop the selected lane"),
+    Binding("y", "sync", "Sync", id="sync", tooltip="Copy the lane's image to every node of it"),
+    Binding("b", "bench", "Bench", id="bench", tooltip="Bench the selected lane (depth sweep)"),
+    Binding("w", "switch", "Switch", id="switch", tooltip="Switch the lane onto its cluster"),
+    Binding("x", "cancel_op", "Cancel op", id="cancel", tooltip="Cancel the newest operation"),
+    Binding("enter", "details", "Details", id="details", tooltip="Details of the selected lane"),
+    Binding("slash", "search", "Search log", id="search", key_display="/"),
+    Binding("f", "follow", "Follow/pause", id="follow", tooltip="Follow or pause the log tails"),
+    Binding(
+        "v", "level", "Log level", id="level", show=False, tooltip="Cycle the log level filter"
+    ),
+    Binding("n", "next_log", "Next log", id="next_log", show=False, tooltip="Next node/rank log"),
+    Binding("m", "maximise", "Maximise", id="maximise", tooltip="Maximise or restore the pane"),
+    Binding("t", "theme", "Theme", id="theme", tooltip="Cycle the colour theme"),
+    Binding("question_mark", "help", "Help", id="help", key_display="?"),
+    Binding("q", "quit", "Quit", id="quit"),
+]
+
+NODE_CHANGING: frozenset[str] = frozenset({"launch", "stop", "sync", "bench", "switch"})
+"""Actions that change a node; `--readonly` refuses them (and says so)."""
+
+DESTRUCTIVE: frozenset[str] = frozenset({"launch", "stop", "sync", "switch", "bench"})
+"""Actions that show their plan in a confirmation screen first."""

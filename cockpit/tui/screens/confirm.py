@@ -1,0 +1,59 @@
+"""The confirmation of a node-changing operation: the exact plan, then yes or no."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+from cockpit.ops.events import Planned
+
+
+def plan_text(planned: Planned) -> Text:
+    """What will happen, step by step, as the operation itself planned it."""
+    where = f"{planned.lane}@{planned.cluster}" if planned.lane else planned.cluster
+    out = Text()
+    out.append(f"{planned.op} {where}\n", style="bold")
+    if planned.summary:
+        out.append(f"{planned.summary}\n")
+    out.append("\n")
+    for i, step in enumerate(planned.steps, 1):
+        out.append(f"{i:>2}. {step}\n")
+    return out
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Dismisses with True only on an explicit yes; escape, n or the button say no."""
+
+    CSS_PATH = "screens.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "Yes, run it", id="confirm_yes"),
+        Binding("n,escape", "answer(False)", "No", id="confirm_no"),
+    ]
+
+    def __init__(self, planned: Planned) -> None:
+        super().__init__()
+        self.planned = planned
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(Text(f"Confirm {self.planned.op}", style="bold"), id="dialog-title")
+            with VerticalScroll(id="plan"):
+                yield Static(plan_text(self.planned), id="plan-text")
+            with Horizontal(id="dialog-buttons"):
+                yield Button("Run it (y)", variant="warning", id="yes")
+                yield Button("Cancel (n)", variant="primary", id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)

@@ -1,0 +1,317 @@
+"""The one main screen: eight panes, the lane keys, the timed flush from store to panes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from typing import TYPE_CHECKING, cast
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.events import Resize
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Input
+
+from cockpit.ops.events import Finished, OpEvent, Planned
+from cockpit.tui.keymap import MAIN_BINDINGS, NODE_CHANGING
+from cockpit.tui.messages import Facts
+from cockpit.tui.operations import LaneTarget
+from cockpit.tui.screens.confirm import ConfirmScreen
+from cockpit.tui.screens.details import DetailsScreen
+from cockpit.tui.screens.help import HelpScreen
+from cockpit.tui.state.views import FleetSnapshot, LaneView
+from cockpit.tui.widgets.activity import BenchPane, OpsPane
+from cockpit.tui.widgets.engine import KvPane, ThroughputPane
+from cockpit.tui.widgets.lanes import LanesPane
+from cockpit.tui.widgets.logs import LogPane, NcclPane
+from cockpit.tui.widgets.nodes import NodesPane
+from cockpit.tui.widgets.pane import Pane, ViewContext
+from cockpit.tui.widgets.tail import TailLog
+
+if TYPE_CHECKING:
+    from cockpit.tui.app import CockpitApp
+
+FLUSH_S = 0.05  # logs and tables repaint at most 20 times a second, however fast facts arrive
+AGE_TICK_S = 1.0  # ages (STALE 12s) move even when no fact arrives
+NARROW_BELOW = 120  # columns: below this the panes stack in one scrolling column
+
+
+class MainScreen(Screen[None]):
+    CSS_PATH = "main.tcss"
+    BINDINGS = MAIN_BINDINGS
+
+    @property
+    def cockpit(self) -> CockpitApp:
+        return cast("CockpitApp", self.app)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ctx = ViewContext()
+        self.snap: FleetSnapshot | None = None
+        self._shown_version = -1
+        self._shown_at = 0.0
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="main"):
+            with Vertical(id="left"):
+                yield LanesPane()
+                yield NodesPane()
+                with Horizontal(id="tails"):
+                    yield NcclPane()
+                    yield LogPane()
+            with Vertical(id="right"):
+                yield OpsPane()
+                yield KvPane()
+                yield ThroughputPane()
+                yield BenchPane()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "READ-ONLY" if self.cockpit.readonly else self.cockpit.fleet_label
+        self.set_interval(FLUSH_S, self.flush)
+        self.flush()
+        self.query_one("#lanes-table").focus()
+
+    def on_resize(self, event: Resize) -> None:
+        self.set_class(event.size.width < NARROW_BELOW, "-narrow")
+        self.repaint_soon()
+
+    def repaint_soon(self) -> None:
+        """Repaint every pane after the next layout (sizes changed, or the selection did)."""
+        self._shown_version = -1
+        self.call_after_refresh(self.flush)
+
+    # ------------------------------------------------------------------ store → panes
+
+    def flush(self) -> None:
+        """Repaint visible panes from a fresh snapshot when something changed (or ages moved)."""
+        store, now = self.cockpit.store, self.cockpit.clock()
+        if store.version == self._shown_version and now - self._shown_at < AGE_TICK_S:
+            return
+        self._shown_version, self._shown_at = store.version, now
+        self.snap = snap = store.snapshot(now)
+        self.ctx = self._view_context(snap)
+        for pane in self.query(Pane):
+            if self.maximized is not None and pane is not self.maximized:
+                continue  # hidden behind a maximised pane: keep collecting, skip the repaint
+            pane.show(snap, self.ctx)
+        self.cockpit.frame_shown(snap)
+
+    def _view_context(self, snap: FleetSnapshot) -> ViewContext:
+        lane_key = self.ctx.lane_key or (snap.lanes[0].key if snap.lanes else None)
+        source = self.ctx.log_source
+        if source is None or source not in snap.logs:
+            source = self._head_log(snap, lane_key)
+        return ViewContext(lane_key, source)
+
+    @staticmethod
+    def _head_log(snap: FleetSnapshot, lane_key: str | None) -> tuple[str, int] | None:
+        for node in snap.nodes:
+            for rank in node.ranks:
+                if (
+                    f"{rank.lane}@{rank.cluster}" == lane_key
+                    and (node.name, rank.rank) in snap.logs
+                ):
+                    return node.name, rank.rank
+        return snap.log_sources[0] if snap.log_sources else None
+
+    @on(LanesPane.Selected)
+    def _lane_selected(self, event: LanesPane.Selected) -> None:
+        if event.key != self.ctx.lane_key:
+            self.ctx = ViewContext(event.key, None)
+            self._shown_version = -1
+
+    @on(NodesPane.Chosen)
+    def _node_chosen(self, event: NodesPane.Chosen) -> None:
+        sources = [s for s in (self.snap.log_sources if self.snap else ()) if s[0] == event.node]
+        if not sources:
+            self.notify(f"no container log on {event.node}", timeout=3)
+            return
+        self.ctx = replace(self.ctx, log_source=sources[0])
+        self._shown_version = -1
+
+    # ------------------------------------------------------------------ lane keys
+
+    def selected_lane(self) -> LaneView | None:
+        key = self.ctx.lane_key
+        return self.snap.lane(key) if self.snap and key else None
+
+    def action_launch(self) -> None:
+        self._operate("launch")
+
+    def action_stop(self) -> None:
+        self._operate("stop")
+
+    def action_sync(self) -> None:
+        self._operate("sync")
+
+    def action_bench(self) -> None:
+        self._operate("bench")
+
+    def action_switch(self) -> None:
+        self._operate("switch")
+
+    def _operate(self, name: str) -> None:
+        if self.cockpit.readonly and name in NODE_CHANGING:
+            self.notify(
+                f"read-only: {name} is disabled (started with --readonly)", severity="warning"
+            )
+            return
+        lane = self.selected_lane()
+        if lane is None:
+            self.notify("select a lane first (Lanes pane)", severity="warning")
+            return
+        ops = self.cockpit.operations
+        if ops is None:
+            self.notify(f"{name}: no fleet operations in this session", severity="warning")
+            return
+        events = getattr(ops, name)(LaneTarget(lane.lane, lane.cluster))
+        self.run_worker(
+            self._run(events), group="ops", name=f"{name} {lane.key}", exit_on_error=False
+        )
+
+    async def _run(self, events: AsyncIterator[OpEvent]) -> None:
+        """Plan → confirmation → the events into the store; cancel throws into the operation."""
+        first = await anext(events, None)
+        if first is None:
+            return
+        confirmed = not isinstance(first, Planned) or await self.app.push_screen_wait(
+            ConfirmScreen(first)
+        )
+        if not confirmed:
+            await events.aclose()  # type: ignore[attr-defined]
+            self.notify(f"{first.op} cancelled: nothing changed", timeout=3)
+            return
+        self.app.post_message(Facts([first]))
+        if isinstance(first, Finished):
+            self.notify(
+                f"{first.op}: {first.summary}", severity="error" if not first.ok else "information"
+            )
+            return
+        try:
+            async for event in events:
+                self.app.post_message(Facts([event]))
+                if isinstance(event, Finished):
+                    self.notify(
+                        f"{event.op}: {event.summary}",
+                        severity="information" if event.ok else "error",
+                    )
+        except asyncio.CancelledError:
+            await self._roll_back(first, events)
+
+    async def _roll_back(self, first: OpEvent, events: AsyncIterator[OpEvent]) -> None:
+        """The operation sees the cancellation where it waits and yields its rollback events."""
+        finished = False
+        try:
+            event = await events.athrow(asyncio.CancelledError())  # type: ignore[attr-defined]
+            while True:
+                self.app.post_message(Facts([event]))
+                finished = finished or isinstance(event, Finished)
+                event = await anext(events)
+        except (StopAsyncIteration, asyncio.CancelledError):
+            pass
+        if not finished:
+            self.post_message(
+                Facts(
+                    [
+                        Finished.failed(
+                            first.op,
+                            "cancelled by the operator",
+                            lane=first.lane,
+                            cluster=first.cluster,
+                        )
+                    ]
+                )
+            )
+        self.notify(f"{first.op} cancelled", severity="warning")
+
+    def action_cancel_op(self) -> None:
+        running = [w for w in self.workers if w.group == "ops" and w.is_running]
+        if not running:
+            self.notify("no operation running", timeout=3)
+            return
+        running[-1].cancel()
+
+    # ------------------------------------------------------------------ view keys
+
+    def action_details(self) -> None:
+        lane = self.selected_lane()
+        if lane is None:
+            return
+        ops = tuple(op for op in (self.snap.ops if self.snap else ()) if op.lane == lane.lane)
+        recipe = self.cockpit.store.inventory.recipes[lane.lane]
+        self.app.push_screen(DetailsScreen(lane, recipe, ops))
+
+    def on_data_table_row_selected(self) -> None:
+        """Enter on the Lanes table (the Nodes table stops its own)."""
+        self.action_details()
+
+    def action_search(self) -> None:
+        log = self.query_one(LogPane)
+        if self.maximized is not None and self.maximized is not log:
+            self.minimize()
+        log.open_search()
+
+    @on(Input.Submitted, "#log-search")
+    def _search(self, event: Input.Submitted) -> None:
+        self.query_one(LogPane).apply_filter(event.value, self.snap)
+
+    def action_follow(self) -> None:
+        focused = self.focused
+        tails = [focused] if isinstance(focused, TailLog) else list(self.query(TailLog))
+        on = not all(t.following for t in tails)
+        for tail in tails:
+            tail.set_following(on)
+        for pane in self.query(NcclPane).results():
+            pane.refresh_subtitle()
+        self.query_one(LogPane).refresh_subtitle()
+        self.notify("following the tail" if on else "paused: new lines are counted", timeout=2)
+
+    def action_level(self) -> None:
+        level = self.query_one(LogPane).cycle_level(self.snap)
+        self.notify(f"log level: {level}", timeout=2)
+
+    def action_next_log(self) -> None:
+        sources = self.snap.log_sources if self.snap else ()
+        if not sources:
+            return
+        current = self.ctx.log_source
+        index = (sources.index(current) + 1) % len(sources) if current in sources else 0
+        self.ctx = replace(self.ctx, log_source=sources[index])
+        self._shown_version = -1
+
+    def action_maximise(self) -> None:
+        if self.maximized is not None:
+            self.minimize()
+        elif self.focused is not None:
+            self.maximize(self.focused)
+        self.repaint_soon()
+
+    def action_theme(self) -> None:
+        name = self.cockpit.cycle_theme()
+        self.notify(f"theme: {name}", timeout=2)
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen(self.key_rows(), self.cockpit.readonly))
+
+    def action_quit(self) -> None:
+        self.app.exit()
+
+    def key_rows(self) -> list[tuple[str, str, str]]:
+        """(key, description, note) for every binding of this screen, as the keymap set them."""
+        rows = []
+        for key, active in self.active_bindings.items():
+            binding = active.binding
+            if active.node is not self:
+                continue
+            note = (
+                "disabled (read-only)"
+                if self.cockpit.readonly and binding.action in NODE_CHANGING
+                else ""
+            )
+            shown = binding.key_display or self.app.get_key_display(binding)
+            rows.append((shown or key, binding.tooltip or binding.description, note))
+        return rows

@@ -1,0 +1,81 @@
+"""Lanes pane: every recipe × cluster with its state, endpoint, image presence and last bench."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.message import Message
+from textual.widgets import DataTable
+
+from cockpit.tui.state.views import FleetSnapshot, LaneView
+from cockpit.tui.widgets.palette import palette_of
+from cockpit.tui.widgets.pane import Pane, ViewContext
+
+COLUMNS = ("lane", "cluster", "state", "endpoint", "image", "last bench")
+
+
+class LanesPane(Pane):
+    """Its cursor row is the selected lane: every lane key (l, s, y, b, w) acts on it."""
+
+    class Selected(Message):
+        def __init__(self, key: str) -> None:
+            super().__init__()
+            self.key = key
+
+    def __init__(self) -> None:
+        super().__init__("Lanes", id="lanes")
+        self._shown: tuple[LaneView, ...] = ()
+        self._theme = ""
+
+    def compose(self) -> ComposeResult:
+        table: DataTable[Text | str] = DataTable(
+            cursor_type="row", zebra_stripes=True, id="lanes-table"
+        )
+        table.add_columns(*COLUMNS)
+        yield table
+
+    @property
+    def table(self) -> DataTable[Text | str]:
+        return self.query_one(DataTable)
+
+    @property
+    def selected_key(self) -> str | None:
+        table = self.table
+        if not table.row_count:
+            return None
+        row_key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
+        return row_key.value
+
+    def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
+        if snap.lanes == self._shown and self.app.theme == self._theme:
+            return
+        self._shown, self._theme = snap.lanes, self.app.theme
+        colours = palette_of(self.app)
+        table = self.table
+        cursor = table.cursor_row
+        table.clear()
+        for lane in snap.lanes:
+            state = Text(lane.state_text, style=colours.phase(lane.phase.value))
+            image = (
+                Text("?", style=colours.muted)
+                if lane.image_ok is None
+                else Text("all", style=colours.ok)
+                if lane.image_ok
+                else Text("missing", style=colours.warn)
+            )
+            table.add_row(
+                lane.lane,
+                lane.cluster,
+                state,
+                lane.endpoint.removeprefix("http://") if lane.endpoint else "–",
+                image,
+                lane.bench_headline or "–",
+                key=lane.key,
+            )
+        if table.row_count:
+            table.move_cursor(row=min(cursor, table.row_count - 1), animate=False)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        if event.row_key.value is not None:
+            self.post_message(self.Selected(event.row_key.value))

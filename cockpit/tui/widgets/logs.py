@@ -1,0 +1,110 @@
+"""NCCL pane (merged, node-tagged tail + one transport line per rank) and the container Log pane."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.events import MouseScrollUp
+from textual.widgets import Input, Static
+
+from cockpit.telemetry.nccl_log import RankTransport
+from cockpit.tui.state.views import FleetSnapshot
+from cockpit.tui.widgets.palette import Palette, palette_of
+from cockpit.tui.widgets.pane import Pane, ViewContext
+from cockpit.tui.widgets.tail import LEVELS, TailLog
+
+NCCL_MAX_LINES = 2000
+LOG_MAX_LINES = 5000
+
+
+def transport_lines(ranks: tuple[RankTransport, ...], colours: Palette) -> Text:
+    """One line per NCCL process: its transport, and the problem in the error colour."""
+    if not ranks:
+        return Text("no NCCL ranks seen yet", style=colours.muted)
+    out = Text()
+    for i, rank in enumerate(ranks):
+        if i:
+            out.append("\n")
+        out.append(f"{rank.host or '?'} ", style="bold")
+        problem = rank.problem
+        out.append(rank.headline, style=colours.error if problem else colours.ok)
+        if problem:
+            out.append(f"  ⚠ {problem}", style=f"bold {colours.error}")
+    return out
+
+
+class _TailPane(Pane):
+    def tail(self) -> TailLog:
+        return self.query_one(TailLog)
+
+    def on_mouse_scroll_up(self, _: MouseScrollUp) -> None:
+        self.tail().set_following(False)
+
+    def refresh_subtitle(self) -> None:
+        self.border_subtitle = self.tail().describe()
+
+
+class NcclPane(_TailPane):
+    def __init__(self) -> None:
+        super().__init__("NCCL", id="nccl")
+        self._ranks: tuple[object, ...] = ()
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="nccl-ranks")
+        yield TailLog(max_lines=NCCL_MAX_LINES, tag_node=True, id="nccl-log")
+
+    def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
+        colours = palette_of(self.app)
+        key = (snap.nccl_ranks, self.app.theme)
+        if key != self._ranks:
+            self._ranks = key
+            self.query_one("#nccl-ranks", Static).update(transport_lines(snap.nccl_ranks, colours))
+        self.tail().feed("nccl", snap.nccl, colours)
+        self.refresh_subtitle()
+
+
+class LogPane(_TailPane):
+    """The selected node/rank's container log, with `/` search (hides other lines) and levels."""
+
+    def __init__(self) -> None:
+        super().__init__("Log", id="log")
+        self.source: tuple[str, int] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield TailLog(max_lines=LOG_MAX_LINES, tag_node=False, id="log-tail")
+        search = Input(placeholder="filter (enter to apply, empty to clear)", id="log-search")
+        search.display = False
+        yield search
+
+    def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
+        source = ctx.log_source if ctx.log_source in snap.logs else None
+        if source is None and snap.log_sources:
+            source = snap.log_sources[0]
+        self.source = source
+        self.border_title = f"Log {source[0]}/rank {source[1]}" if source else "Log"
+        self.tail().feed(source, snap.logs.get(source, ()) if source else (), palette_of(self.app))
+        self.refresh_subtitle()
+
+    def open_search(self) -> None:
+        field = self.query_one(Input)
+        field.display = True
+        field.value = self.tail().term
+        field.focus()
+
+    def apply_filter(self, term: str, snap: FleetSnapshot | None) -> None:
+        tail = self.tail()
+        tail.term = term.strip()
+        field = self.query_one(Input)
+        field.display = False
+        tail.focus()
+        if snap is not None and self.source is not None:
+            tail.refilter(snap.logs.get(self.source, ()))
+        self.refresh_subtitle()
+
+    def cycle_level(self, snap: FleetSnapshot | None) -> str:
+        tail = self.tail()
+        tail.level = (tail.level + 1) % len(LEVELS)
+        if snap is not None and self.source is not None:
+            tail.refilter(snap.logs.get(self.source, ()))
+        self.refresh_subtitle()
+        return LEVELS[tail.level]

@@ -1,0 +1,91 @@
+"""Nodes pane: per node reachability, lane/rank, GPU figures, memory and a utilisation sparkline."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.message import Message
+from textual.widgets import DataTable
+
+from cockpit.tui.render import num, sparkline
+from cockpit.tui.state.views import FleetSnapshot, NodeHealth, NodeView, fmt_duration
+from cockpit.tui.widgets.palette import Palette, palette_of
+from cockpit.tui.widgets.pane import Pane, ViewContext
+
+COLUMNS = ("node", "link", "lane/rank", "gpu", "util history", "temp", "power", "clock", "memory")
+SPARK_WIDTH = 12
+
+
+def _health(node: NodeView, colours: Palette) -> Text:
+    if node.health is NodeHealth.LIVE:
+        return Text("up", style=colours.ok)
+    if node.health is NodeHealth.STALE:
+        age = fmt_duration(node.age_s) if node.age_s is not None else "?"
+        return Text(f"STALE {age}", style=f"bold {colours.warn}")
+    if node.health is NodeHealth.DOWN:
+        return Text("DOWN", style=f"bold {colours.error}")
+    return Text("…", style=colours.muted)
+
+
+def node_row(node: NodeView, colours: Palette) -> tuple[Text, ...]:
+    """One table row; an unreachable node keeps its last values, dimmed."""
+    dim = node.health in (NodeHealth.STALE, NodeHealth.DOWN)
+    style = colours.muted if dim else ""
+    gpu, mem = node.gpu, node.memory
+    ranks = ", ".join(f"{r.lane.split('-sparkring')[0]}/r{r.rank}" for r in node.ranks) or "–"
+    memory = "–"
+    if mem:
+        uma = " UMA" if mem.source == "meminfo" else ""  # unified memory: the OS view
+        memory = f"{mem.used_mib / 1024:.0f}/{mem.total_mib / 1024:.0f}G{uma}"
+
+    cells = (
+        Text(node.name, style="bold" if not dim else colours.muted),
+        _health(node, colours),
+        Text(ranks, style=style),
+        Text(num(gpu.utilization_pct if gpu else None, 0, "%"), style=style),
+        Text(sparkline(node.util_history, SPARK_WIDTH, 0, 100), style=style or colours.accent),
+        Text(num(gpu.temperature_c if gpu else None, 0, "°C"), style=style),
+        Text(num(gpu.power_w if gpu else None, 0, "W"), style=style),
+        Text(num(gpu.clock_sm_mhz if gpu else None, 0, "MHz"), style=style),
+        Text(memory, style=style),
+    )
+    return cells
+
+
+class NodesPane(Pane):
+    class Chosen(Message):
+        """Enter on a node: show its log."""
+
+        def __init__(self, node: str) -> None:
+            super().__init__()
+            self.node = node
+
+    def __init__(self) -> None:
+        super().__init__("Nodes", id="nodes")
+        self._shown: tuple[NodeView, ...] = ()
+        self._theme = ""
+
+    def compose(self) -> ComposeResult:
+        table: DataTable[Text] = DataTable(cursor_type="row", id="nodes-table")
+        table.add_columns(*COLUMNS)
+        yield table
+
+    def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
+        if snap.nodes == self._shown and self.app.theme == self._theme:
+            return
+        self._shown, self._theme = snap.nodes, self.app.theme
+        colours = palette_of(self.app)
+        table = self.query_one(DataTable)
+        cursor = table.cursor_row
+        table.clear()
+        for node in snap.nodes:
+            table.add_row(*node_row(node, colours), key=node.name)
+        if table.row_count:
+            table.move_cursor(row=min(cursor, table.row_count - 1), animate=False)
+        down = [n.name for n in snap.nodes if n.health in (NodeHealth.STALE, NodeHealth.DOWN)]
+        self.border_subtitle = f"unreachable: {', '.join(down)}" if down else ""
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if event.row_key.value is not None:
+            self.post_message(self.Chosen(event.row_key.value))

@@ -1,0 +1,43 @@
+"""The pane base: a bordered, focusable, maximisable box that renders one snapshot at a time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.containers import Vertical
+
+from cockpit.tui.state.views import FleetSnapshot
+
+
+@dataclass(frozen=True)
+class ViewContext:
+    """What the operator selected: which lane the lane-scoped panes follow, which log they read."""
+
+    lane_key: str | None = None
+    log_source: tuple[str, int] | None = None
+
+
+class Pane(Vertical):
+    """Subclasses implement `show`; hidden panes are skipped by the screen but still fed later."""
+
+    ALLOW_MAXIMIZE = True
+    DEFAULT_CSS = """
+    Pane {
+        border: round $panel-lighten-2;
+        border-title-color: $text-muted;
+        height: 1fr;
+        padding: 0 1;
+    }
+    Pane:focus-within {
+        border: round $accent;
+        border-title-color: $accent;
+        border-title-style: bold;
+    }
+    """
+
+    def __init__(self, title: str, *, id: str) -> None:
+        super().__init__(id=id)
+        self.border_title = title
+
+    def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
+        raise NotImplementedError
