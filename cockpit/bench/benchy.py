@@ -7,8 +7,8 @@ engine's tokenizer (`--tokenizer DIR`), and, offline, our own book served on loo
 JSON becomes the point's result. The watchdog and the honesty checks apply as for the built-in
 driver: the progress events carry wall timestamps, from which each run's decode window is cut.
 
-One process per point (not one per sweep) so a hung point is killed, retried once or skipped
-without losing the others.
+One process per group of points sharing pp/tg/mode (its startup costs seconds); a hung process
+is interrupted (llama-benchy saves partial results on SIGINT) and the rest is retried once.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -69,18 +70,21 @@ class BenchyConfig:
     latency_mode: str = "api"
 
 
-def benchy_argv(cfg: BenchyConfig, spec: PointSpec, book_url: str, result: Path) -> list[str]:
-    """The llama-benchy command line for one point."""
+def benchy_argv(
+    cfg: BenchyConfig, points: Sequence[PointSpec], book_url: str, result: Path
+) -> list[str]:
+    """One llama-benchy command line for points sharing pp, tg and mode (it runs the grid)."""
+    first = points[0]
     argv = [
         *cfg.exe,
         "--base-url", f"{cfg.base_url}/v1",
         "--model", cfg.model,
         "--tokenizer", str(cfg.tokenizer_dir),
         "--book-url", book_url,
-        "--pp", str(spec.pp),
-        "--tg", str(spec.tg),
-        "--depth", str(spec.depth),
-        "--concurrency", str(spec.concurrency),
+        "--pp", str(first.pp),
+        "--tg", str(first.tg),
+        "--depth", *(str(d) for d in sorted({p.depth for p in points})),
+        "--concurrency", *(str(c) for c in sorted({p.concurrency for p in points})),
         "--runs", str(cfg.runs),
         "--latency-mode", cfg.latency_mode,
         "--skip-coherence",
@@ -88,11 +92,19 @@ def benchy_argv(cfg: BenchyConfig, spec: PointSpec, book_url: str, result: Path)
         "--format", "json",
         "--emit-progress", "-",
     ]  # fmt: skip
-    if spec.cold:
+    if first.cold:
         argv.append("--no-cache")
-    elif spec.depth > 0:
-        argv.append("--enable-prefix-caching")
+    elif any(p.depth > 0 for p in points):
+        argv.append("--enable-prefix-caching")  # applies to depth > 0 only
     return argv
+
+
+def groups(points: Sequence[PointSpec]) -> list[list[PointSpec]]:
+    """Points split by (pp, tg, cold), each group one llama-benchy invocation, order kept."""
+    out: dict[tuple[int, int, bool], list[PointSpec]] = {}
+    for p in points:
+        out.setdefault((p.pp, p.tg, p.cold), []).append(p)
+    return list(out.values())
 
 
 def parse_progress_line(line: str) -> dict[str, Any] | None:
@@ -236,7 +248,12 @@ class _WallClock(Clock):
 
 
 class BenchyDriver:
-    """Runs each point as a llama-benchy process; yields the same events as the built-in."""
+    """Runs the points with llama-benchy; yields the same events as the built-in driver.
+
+    One process per group of points (its startup costs seconds). On a hang the process gets
+    SIGINT, on which llama-benchy saves its partial results; the hung point is retried once in
+    a new process with the points still to do, then skipped.
+    """
 
     name = "llama-benchy 0.4.0"
 
@@ -259,12 +276,9 @@ class BenchyDriver:
                     watchdog = Watchdog(sampler, cfg.hang_timeout_s)
                     sampling = asyncio.create_task(sampler.run())
                     try:
-                        for index, spec in enumerate(cfg.points):
-                            yield self._ev(
-                                PointStarted, point=spec, index=index, total=len(cfg.points)
-                            )
-                            async for event in self._point(
-                                spec, Path(tmp), book_url, sampler, watchdog
+                        for group in groups(cfg.points):
+                            async for event in self._group(
+                                group, Path(tmp), book_url, sampler, watchdog
                             ):
                                 yield event
                     finally:
@@ -273,117 +287,119 @@ class BenchyDriver:
             finally:
                 await runner.cleanup()
 
-    async def _point(
+    async def _group(
         self,
-        spec: PointSpec,
+        group: list[PointSpec],
         tmp: Path,
         book_url: str,
         sampler: MetricsSampler,
         watchdog: Watchdog,
     ) -> AsyncIterator[OpEvent]:
-        hangs: list[HangRecord] = []
-        while True:
-            result_file = tmp / f"point-{id(spec)}-{len(hangs)}.json"
-            tracker = ProgressTracker(spec)
-            argv = benchy_argv(self.cfg, spec, book_url, result_file)
-            env = {**os.environ, "HOME": str(tmp)}  # its book cache stays in our temp dir
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=env,
-            )
-            stderr_tail: list[str] = []
-            hung_for = 0.0
-            try:
-                watchdog.touch()
-                async for event in self._follow(proc, tracker, watchdog, stderr_tail):
-                    yield event
-                if watchdog.hung():
-                    hung_for = watchdog.idle_s()
-                    record = forensics.collect(
-                        urlsplit(self.cfg.base_url).port or 80,
-                        pid=proc.pid,
-                        idle_s=hung_for,
-                        engine_note=sampler.note(),
+        remaining = list(group)
+        hangs: dict[PointSpec, list[HangRecord]] = {}
+        attempt = 0
+        while remaining:
+            attempt += 1
+            result_file = tmp / f"result-{attempt}-{id(group)}.json"
+            trackers: dict[PointSpec, ProgressTracker] = {}
+            state = _ProcessState()
+            async for event in self._process(
+                remaining, result_file, book_url, sampler, watchdog, trackers, state
+            ):
+                yield event
+            found = _read_result(result_file, self.cfg.time_scale, self.cfg.runs)
+            current = state.current
+            for spec in list(remaining):
+                if (spec.depth, spec.concurrency, spec.pp, spec.tg) not in found:
+                    continue
+                inference, context = found[(spec.depth, spec.concurrency, spec.pp, spec.tg)]
+                tracker = trackers.get(spec, ProgressTracker(spec))
+                yield self._ev(
+                    PointFinished,
+                    result=self._result(spec, inference, context, tracker, hangs.get(spec, [])),
+                )
+                remaining.remove(spec)
+            if state.hung_for and current is not None and current in remaining:
+                record = HangRecord(state.hung_for, "", state.forensics)
+                hangs.setdefault(current, []).append(record)
+                retry = len(hangs[current]) <= self.cfg.retries
+                yield self._ev(
+                    BenchWarning,
+                    message=f"{current.label}: llama-benchy hung for {state.hung_for:.0f} s "
+                    "(no progress line, no engine counter movement); "
+                    + ("retrying once" if retry else "skipped"),
+                    point=current,
+                    hang=record,
+                )
+                if not retry:
+                    records = tuple(replace(h, action="skipped") for h in hangs[current])
+                    flag = Flag(
+                        FlagKind.HUNG,
+                        f"{current.label}: llama-benchy hung {len(records)}×; skipped after "
+                        "a retry; forensics recorded in the report",
+                        "check the client host and the engine (`cockpit probe`)",
                     )
-                    hangs.append(HangRecord(hung_for, "", record))
-            finally:
-                await _stop(proc)
-            if not hung_for:
-                yield self._ev(
-                    PointFinished,
-                    result=self._result(spec, tracker, result_file, sampler, hangs, stderr_tail),
-                )
-                return
-            retry = len(hangs) <= self.cfg.retries
-            yield self._ev(
-                BenchWarning,
-                message=f"{spec.label}: llama-benchy hung for {hung_for:.0f} s (no progress "
-                f"line, no engine counter movement); {'retrying once' if retry else 'skipped'}",
-                point=spec,
-                hang=hangs[-1],
-            )
-            if not retry:
-                hangs = [replace(h, action="skipped") for h in hangs]
-                flag = Flag(
-                    FlagKind.HUNG,
-                    f"{spec.label}: llama-benchy hung {len(hangs)}×; skipped after a retry",
-                    "see the forensics; the engine answered /metrics throughout"
-                    if sampler.samples
-                    else "the engine's /metrics did not answer either",
-                )
-                yield self._ev(
-                    PointFinished,
-                    result=PointResult(spec, None, hangs=tuple(hangs), flags=(flag,)),
-                )
-                return
-
-    async def _follow(
-        self,
-        proc: asyncio.subprocess.Process,
-        tracker: ProgressTracker,
-        watchdog: Watchdog,
-        stderr_tail: list[str],
-    ) -> AsyncIterator[OpEvent]:
-        """Relay progress lines until the process ends or the watchdog fires."""
-        assert proc.stdout is not None and proc.stderr is not None
-        queue: asyncio.Queue[tuple[str, str | None]] = asyncio.Queue()
-
-        async def pump(name: str, stream: asyncio.StreamReader) -> None:
-            async for raw in stream:
-                await queue.put((name, raw.decode(errors="replace").rstrip("\n")))
-            await queue.put((name, None))
-
-        pumps = [
-            asyncio.create_task(pump("out", proc.stdout)),
-            asyncio.create_task(pump("err", proc.stderr)),
-        ]
-        open_streams = 2
-        try:
-            while open_streams:
-                try:
-                    name, line = await asyncio.wait_for(queue.get(), timeout=0.2)
-                except TimeoutError:
-                    if watchdog.hung():
-                        return
-                    continue
-                if line is None:
-                    open_streams -= 1
-                    continue
-                watchdog.touch()
-                if name == "err":
-                    stderr_tail[:] = [*stderr_tail[-19:], line]
-                    continue
-                event = parse_progress_line(line)
-                moved = tracker.feed(event) if event else None
-                if event and event.get("type") == "latency_measured":
                     yield self._ev(
-                        LatencyMeasured,
-                        latency_s=tracker.latency_s * self.cfg.time_scale,
-                        mode=self.cfg.latency_mode,
+                        PointFinished,
+                        result=PointResult(current, None, hangs=records, flags=(flag,)),
                     )
-                if moved is not None:
+                    remaining.remove(current)
+                continue
+            for spec in remaining:  # the process ended without them: nothing to retry
+                tail = " | ".join(state.stderr_tail[-3:])
+                flag = Flag(FlagKind.ERRORS, f"llama-benchy gave no result for it: {tail}")
+                yield self._ev(PointFinished, result=PointResult(spec, None, flags=(flag,)))
+            remaining = []
+
+    async def _process(
+        self,
+        points: list[PointSpec],
+        result_file: Path,
+        book_url: str,
+        sampler: MetricsSampler,
+        watchdog: Watchdog,
+        trackers: dict[PointSpec, ProgressTracker],
+        state: _ProcessState,
+    ) -> AsyncIterator[OpEvent]:
+        """Run one llama-benchy process and relay its progress until it ends or hangs."""
+        argv = benchy_argv(self.cfg, points, book_url, result_file)
+        env = {**os.environ, "HOME": str(result_file.parent)}  # its book cache: our temp dir
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+        )
+        by_key = {(p.depth, p.concurrency): p for p in points}
+        by_request: dict[int, ProgressTracker] = {}
+        index = {p: i for i, p in enumerate(self.cfg.points)}
+        try:
+            watchdog.touch()
+            async for event in _lines(proc, watchdog, state):
+                if event.get("type") == "latency_measured":
+                    scaled = float(event.get("latency_s", 0.0)) * self.cfg.time_scale
+                    yield self._ev(LatencyMeasured, latency_s=scaled, mode=self.cfg.latency_mode)
+                    continue
+                rid = event.get("request_id")
+                if event.get("type") == "request_start":
+                    key = (int(event.get("context_size", 0)), int(event.get("concurrency", 1)))
+                    spec = by_key.get(key)
+                    if spec is None:
+                        continue
+                    if spec not in trackers:
+                        trackers[spec] = ProgressTracker(spec)
+                        state.current = spec
+                        yield self._ev(
+                            PointStarted,
+                            point=spec,
+                            index=index.get(spec, 0),
+                            total=len(self.cfg.points),
+                        )
+                    if isinstance(rid, int):
+                        by_request[rid] = trackers[spec]
+                tracker = by_request.get(rid) if isinstance(rid, int) else None
+                moved = tracker.feed(event) if tracker is not None else None
+                if tracker is not None and moved is not None:
                     run, stream, phase, tokens, done = moved
                     yield self._ev(
                         RequestProgress,
@@ -394,53 +410,102 @@ class BenchyDriver:
                         tokens=tokens,
                         done=done,
                     )
+            if watchdog.hung():
+                state.hung_for = watchdog.idle_s()
+                state.forensics = forensics.collect(
+                    urlsplit(self.cfg.base_url).port or 80,
+                    pid=proc.pid,
+                    idle_s=state.hung_for,
+                    engine_note=sampler.note(),
+                )
+                await _interrupt(proc)  # llama-benchy saves its partial results on SIGINT
         finally:
-            for task in pumps:
-                task.cancel()
-            await asyncio.gather(*pumps, return_exceptions=True)
+            await _stop(proc)
 
     def _result(
         self,
         spec: PointSpec,
+        inference: PhaseStats | None,
+        context: PhaseStats | None,
         tracker: ProgressTracker,
-        result_file: Path,
-        sampler: MetricsSampler,
         hangs: list[HangRecord],
-        stderr_tail: list[str],
     ) -> PointResult:
         scale = self.cfg.time_scale
-        flags: list[Flag] = []
-        inference = context = None
-        try:
-            data = json.loads(result_file.read_text())
-            found = parse_benchy_result(data, scale, self.cfg.runs)
-            inference, context = found.get(
-                (spec.depth, spec.concurrency, spec.pp, spec.tg), (None, None)
-            )
-        except (OSError, ValueError, KeyError) as exc:
-            tail = " | ".join(stderr_tail[-3:])
-            flags.append(Flag(FlagKind.ERRORS, f"llama-benchy gave no result ({exc}): {tail}"))
         observations = [
             EngineObservation(window_s=(end - start) * scale, stagger_s=stagger * scale)
             for (start, end), stagger in decode_windows(tracker)
         ]
         engine = honesty.worst(observations)
+        flags: list[Flag] = []
         flag = honesty.prefill_in_decode(spec, engine)
         if flag is not None:
             flags.append(flag)
-        if hangs:
-            hangs = [replace(h, action="retried") for h in hangs]
+        records = tuple(replace(h, action="retried") for h in hangs)
+        if records:
             flags.append(
                 Flag(FlagKind.HUNG, f"{spec.label}: llama-benchy hung once; the retry completed")
             )
         return PointResult(
-            spec,
-            inference,
-            context=context,
-            engine=engine,
-            flags=tuple(flags),
-            hangs=tuple(hangs),
+            spec, inference, context=context, engine=engine, flags=tuple(flags), hangs=records
         )
+
+
+@dataclass
+class _ProcessState:
+    current: PointSpec | None = None
+    hung_for: float = 0.0
+    forensics: str = ""
+    stderr_tail: list[str] = field(default_factory=list)
+
+
+async def _lines(
+    proc: asyncio.subprocess.Process, watchdog: Watchdog, state: _ProcessState
+) -> AsyncIterator[dict[str, Any]]:
+    """Progress events from stdout (stderr kept as a tail) until exit or the watchdog fires."""
+    assert proc.stdout is not None and proc.stderr is not None
+    queue: asyncio.Queue[tuple[str, str | None]] = asyncio.Queue()
+
+    async def pump(name: str, stream: asyncio.StreamReader) -> None:
+        async for raw in stream:
+            await queue.put((name, raw.decode(errors="replace").rstrip("\n")))
+        await queue.put((name, None))
+
+    pumps = [
+        asyncio.create_task(pump("out", proc.stdout)),
+        asyncio.create_task(pump("err", proc.stderr)),
+    ]
+    open_streams = 2
+    try:
+        while open_streams:
+            try:
+                name, line = await asyncio.wait_for(queue.get(), timeout=0.2)
+            except TimeoutError:
+                if watchdog.hung():
+                    return
+                continue
+            if line is None:
+                open_streams -= 1
+                continue
+            watchdog.touch()
+            if name == "err":
+                state.stderr_tail[:] = [*state.stderr_tail[-19:], line]
+                continue
+            event = parse_progress_line(line)
+            if event is not None:
+                yield event
+    finally:
+        for task in pumps:
+            task.cancel()
+        await asyncio.gather(*pumps, return_exceptions=True)
+
+
+def _read_result(
+    path: Path, scale: float, runs: int
+) -> dict[tuple[int, int, int, int], tuple[PhaseStats | None, PhaseStats | None]]:
+    try:
+        return parse_benchy_result(json.loads(path.read_text()), scale, runs)
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
 
 
 async def _serve_book() -> tuple[web.AppRunner, str]:
@@ -458,6 +523,16 @@ async def _serve_book() -> tuple[web.AppRunner, str]:
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     return runner, f"http://127.0.0.1:{port}/book.txt"
+
+
+async def _interrupt(proc: asyncio.subprocess.Process, grace: float = 10.0) -> None:
+    """SIGINT, then wait a little for llama-benchy to write what it has."""
+    if proc.returncode is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(signal.SIGINT)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(proc.wait(), timeout=grace)
 
 
 async def _stop(proc: asyncio.subprocess.Process) -> None:

@@ -49,11 +49,11 @@ def perf_rows(report: Report) -> list[list[str]]:
             [
                 f"pp{p.spec.pp} tg{p.spec.tg} @ d{p.spec.depth}" + (" cold" if p.spec.cold else ""),
                 f"c{p.spec.concurrency}",
-                _stat(inf.pp if inf else None),
+                _stat(inf.pp if inf else None, 0),
                 _stat(inf.tg if inf else None),
                 _stat(inf.tg_req if inf else None),
                 _stat(inf.e2e_ttft_ms if inf else None, 0),
-                _stat(p.context.pp if p.context else None),
+                _stat(p.context.pp if p.context else None, 0),
                 status,
             ]
         )

@@ -1,0 +1,115 @@
+"""llama-benchy's definitions on hand-made timings, and the honesty checks on their shapes."""
+
+from __future__ import annotations
+
+import pytest
+
+from cockpit.bench import honesty
+from cockpit.bench.method import RequestTiming, Stat, phase_stats, token_timestamps
+from cockpit.bench.models import FlagKind, PhaseStats, PointResult, PointSpec
+from cockpit.bench.watch import Counters
+
+
+def _timing(
+    start: float,
+    first: float,
+    tokens: int,
+    step: float,
+    prompt: int = 2048,
+    usage: int | None = None,
+    per_chunk: int = 1,
+) -> RequestTiming:
+    t = RequestTiming(start=start, expected_prompt_tokens=prompt)
+    t.first_response = first
+    t.usage_prompt_tokens = usage or prompt
+    t.usage_completion_tokens = tokens
+    for i in range(tokens // per_chunk):
+        t.content_chunk(first + i * step, per_chunk)
+    t.finalize(first + (tokens // per_chunk) * step)
+    return t
+
+
+def test_single_stream_rates_follow_llama_benchy() -> None:
+    r = _timing(start=0.0, first=0.5, tokens=32, step=0.02)
+    stats = phase_stats([[r]], latency=0.1, concurrency=1)
+    assert stats.pp is not None and stats.pp.mean == pytest.approx(2048 / 0.4)  # TTFR − latency
+    assert stats.tg is not None and stats.tg.mean == pytest.approx(31 / (31 * 0.02))
+    assert stats.e2e_ttft_ms is not None and stats.e2e_ttft_ms.mean == pytest.approx(500)
+    assert stats.tg_req == stats.tg  # c1: total is the per-request figure
+
+
+def test_batch_totals_span_all_streams() -> None:
+    a = _timing(start=0.0, first=0.5, tokens=32, step=0.02)
+    b = _timing(start=0.0, first=1.0, tokens=32, step=0.02)
+    stats = phase_stats([[a, b]], latency=0.0, concurrency=2)
+    assert stats.tg is not None and stats.tg_req is not None
+    # (31 + 31) decode tokens from the first first-token (0.5) to the last last-token (1.62)
+    assert stats.tg.mean == pytest.approx(62 / (1.0 + 31 * 0.02 - 0.5))
+    assert stats.tg_req.mean == pytest.approx(50.0)
+    assert stats.pp is not None and stats.pp.mean == pytest.approx(4096 / 1.0)
+
+
+def test_usage_counts_only_when_close_to_what_was_sent() -> None:
+    warm = _timing(0.0, 0.5, 8, 0.02, prompt=2048, usage=67_613)  # context + prompt, warm
+    assert warm.prompt_tokens == 2048
+    cold = _timing(0.0, 0.5, 8, 0.02, prompt=67_584, usage=67_613)
+    assert cold.prompt_tokens == 67_613
+
+
+def test_multi_token_chunks_spread_since_the_previous_token() -> None:
+    times, count = token_timestamps([1.0, 1.3], [1, 3], 4, 1.0)
+    assert count == 4 and times == pytest.approx([1.0, 1.1, 1.2, 1.3])
+    times, count = token_timestamps([1.0, 2.0], [None, None], 5, 1.0)
+    assert count == 5 and times == pytest.approx([1.0, 1.25, 1.5, 1.75, 2.0])
+
+
+def test_stat_is_mean_and_population_std() -> None:
+    stat = Stat.of([1.0, 3.0])
+    assert stat is not None and (stat.mean, stat.std) == (2.0, 1.0) and str(stat) == "2.0 ± 1.0"
+    assert Stat.of([]) is None
+
+
+def _counters(prompt: float, cached: float = 0.0) -> Counters:
+    return Counters(at=0.0, prompt=prompt, cached=cached, generation=0.0)
+
+
+def test_cold_c2_shape_is_flagged_with_the_fix() -> None:
+    spec = PointSpec(65536, 2, 2048, 32, cold=True)
+    # stream A decodes at once, B's 67K prefill ends 10 s later inside A's decode window
+    a = _timing(0.0, 10.0, 32, 0.3)
+    b = _timing(0.0, 20.0, 32, 0.02)
+    seen = honesty.observe([a, b], _counters(0), _counters(135_226))
+    assert seen is not None and seen.stagger_share > 0.9
+    flag = honesty.prefill_in_decode(spec, seen)
+    assert flag is not None and flag.kind == FlagKind.PREFILL_IN_DECODE
+    assert "measured prefill, not decode" in flag.message and "--enable-prefix-caching" in flag.fix
+
+
+def test_warm_stagger_with_a_prompt_worth_of_prefill_is_not_flagged() -> None:
+    spec = PointSpec(65536, 2, 2048, 32)
+    a = _timing(0.0, 0.5, 32, 0.02)
+    b = _timing(0.0, 1.6, 32, 0.02)  # admitted late: its start fills most of the window
+    seen = honesty.observe([a, b], _counters(100, 0), _counters(100 + 2 * 67_613, 2 * 65_540))
+    assert seen is not None and seen.stagger_share > honesty.STAGGER_SHARE
+    assert honesty.prefill_in_decode(spec, seen) is None
+    assert honesty.prefill_in_decode(PointSpec(65536, 1, 2048, 32), seen) is None
+
+
+def _point(depth: int, c: int, tg: float, cold: bool = False) -> PointResult:
+    stat = Stat(tg, 0.0, (tg,))
+    return PointResult(
+        PointSpec(depth, c, 2048, 32, cold),
+        PhaseStats(c, None, None, stat, stat, None, None, None, c, 0),
+    )
+
+
+def test_c2_far_below_c1_is_flagged_per_depth() -> None:
+    points = [
+        _point(65536, 1, 45.0, True),
+        _point(65536, 2, 13.7, True),
+        _point(0, 1, 67.3, True),
+        _point(0, 2, 72.2, True),
+    ]
+    flags = honesty.c2_below_c1(points)
+    assert list(flags) == [points[1].spec]
+    assert "30%" in flags[points[1].spec].message

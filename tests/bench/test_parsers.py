@@ -1,0 +1,156 @@
+"""Parsers on recorded output: tool-eval-bench, llama-benchy, /metrics, /proc, the wire probe."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cockpit.bench import benchy, forensics, probe
+from cockpit.bench.environment import link_kind, route_device, time_scale
+from cockpit.bench.events import BenchWarning, PointFinished, event_line, parse_event_line
+from cockpit.bench.models import Flag, FlagKind, PointResult, PointSpec
+from cockpit.bench.quality import parse_quality, quality_argv
+from cockpit.bench.remote import remote_argv
+from cockpit.bench.watch import scan_counters
+
+FIX = Path(__file__).parent.parent / "fixtures" / "bench"
+REAL = Path("/work/shared/reference/vllm-0.32-cpu")
+
+
+def test_quality_from_the_markdown_report() -> None:
+    q = parse_quality((FIX / "tool_eval_bench_report.md").read_text())
+    assert q is not None and (q.points, q.max_points, q.score) == (151, 176, 86)
+    assert str(q) == "151/176 (86/100)"
+    assert q.extra["responsiveness"] == "45/100 (median turn: 3.4s)"
+    assert q.extra["deployability"] == "74/100 (α=0.7)"
+
+
+def test_quality_from_the_terminal_summary() -> None:
+    q = parse_quality((FIX / "tool_eval_bench_terminal.txt").read_text())
+    assert q is not None and str(q) == "164/184 (89/100)"
+    assert q.extra == {"responsiveness": "59/100 (median turn: 2.3s)", "deployability": "80/100"}
+    assert parse_quality("no score here") is None
+
+
+def test_quality_perf_invocation_adds_prefix_caching_unless_cold(tmp_path: Path) -> None:
+    warm = quality_argv(
+        "http://h:30000", "m", "lbl", tmp_path, perf=True, depths=(16384,), concurrency=(1, 2)
+    )
+    assert warm[warm.index("--benchy-args") + 1] == "--enable-prefix-caching"
+    assert warm[warm.index("--depth") + 1] == "16384" and "--perf-only" in warm
+    cold = quality_argv("http://h:30000", "m", "lbl", tmp_path, perf=True, cold=True)
+    assert "--benchy-args" not in cold
+    assert "--perf-only" not in quality_argv("http://h:30000", "m", "lbl", tmp_path)
+
+
+def test_llama_benchy_result_in_engine_units() -> None:
+    data = json.loads((FIX / "llama_benchy_result.json").read_text())
+    found = benchy.parse_benchy_result(data, scale=10.0, runs=2)
+    assert set(found) == {
+        (0, 1, 2048, 32),
+        (0, 2, 2048, 32),
+        (4096, 1, 2048, 32),
+        (4096, 2, 2048, 32),
+    }
+    inference, context = found[(0, 1, 2048, 32)]
+    assert context is None and inference is not None and inference.tg is not None
+    raw = next(b for b in data["benchmarks"] if b["concurrency"] == 1 and b["context_size"] == 0)
+    assert inference.tg.mean == pytest.approx(raw["tg_throughput"]["mean"] / 10)
+    assert inference.e2e_ttft_ms is not None
+    assert inference.e2e_ttft_ms.mean == pytest.approx(raw["e2e_ttft"]["mean"] * 10)
+    assert found[(4096, 2, 2048, 32)][1] is not None  # the context-load phase of a warm point
+
+
+def test_llama_benchy_progress_groups_runs_and_phases() -> None:
+    events = [
+        e
+        for line in (FIX / "llama_benchy_progress.jsonl").read_text().splitlines()
+        if (e := benchy.parse_progress_line(line))
+    ]
+    spec = PointSpec(4096, 2, 2048, 32)
+    tracker = benchy.ProgressTracker(spec)
+    mine: set[int] = set()
+    for event in events:
+        if event["type"] == "request_start" and (event["context_size"], event["concurrency"]) == (
+            4096,
+            2,
+        ):
+            mine.add(event["request_id"])
+        if event.get("request_id") in mine:
+            tracker.feed(event)
+    assert len(tracker.requests) == 8  # 2 runs × (2 context loads + 2 inferences)
+    batches = tracker.inference_batches()
+    assert len(batches) == 2 and all(len(b) == 2 for b in batches)
+    windows = benchy.decode_windows(tracker)
+    assert len(windows) == 2 and all(end > start for (start, end), _ in windows)
+    assert tracker.latency_s == 0.0  # latency_measured belongs to no point
+    assert benchy.parse_progress_line('{"type": "tokens"}') is None
+
+
+def test_llama_benchy_argv_per_group(tmp_path: Path) -> None:
+    cfg = benchy.BenchyConfig("http://h:1", "m", (), tmp_path, runs=2)
+    warm = [PointSpec(d, c, 2048, 32) for d in (0, 65536) for c in (1, 2)]
+    argv = benchy.benchy_argv(cfg, warm, "http://127.0.0.1:9/book.txt", tmp_path / "r.json")
+    assert argv[argv.index("--depth") + 1 : argv.index("--depth") + 3] == ["0", "65536"]
+    assert "--enable-prefix-caching" in argv and "--no-cache" not in argv
+    cold = benchy.benchy_argv(cfg, [PointSpec(65536, 2, 2048, 32, True)], "u", tmp_path / "r")
+    assert "--no-cache" in cold and "--enable-prefix-caching" not in cold
+    assert len(benchy.groups([*warm, PointSpec(0, 1, 2048, 32, True)])) == 2
+
+
+def test_counters_scan_matches_the_real_capture() -> None:
+    c = scan_counters((REAL / "metrics_under_load.txt").read_text(), at=1.0)
+    assert (c.prompt, c.cached, c.generation, c.running) == (38930.0, 14848.0, 12839.0, 2.0)
+    assert c.steps == 6928.0 and c.computed_prompt == 38930.0 - 14848.0
+    idle = scan_counters((REAL / "metrics_idle.txt").read_text(), at=0.0)
+    assert idle.signature() != c.signature()
+
+
+def test_proc_net_tcp_rows() -> None:
+    text = (
+        "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+        "   0: 0100007F:A1B2 0100007F:7530 01 00000000:00000010 00:00000000 00000000     0        0 4242 1\n"
+    )
+    [conn] = forensics.parse_proc_net_tcp(text)
+    assert conn.remote == "127.0.0.1:30000" and conn.state == "ESTABLISHED"
+    assert (conn.tx_queue, conn.rx_queue, conn.inode) == (0, 16, 4242)
+    assert "recv-q 16 B" in str(conn)
+
+
+def test_chunked_decoding_in_pieces() -> None:
+    body = b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
+    decoder = probe.ChunkedDecoder()
+    out = b"".join(decoder.feed(body[i : i + 3]) for i in range(0, len(body), 3))
+    assert out == b"hello world" and decoder.done
+
+
+def test_probe_verdicts() -> None:
+    steady = probe.WireLog(event_times=[i * 0.045 for i in range(20)], recv_events=[1] * 20)
+    assert probe.verdict(steady, engine_itl_ms=45.0).startswith("server flushes on time")
+    bursty = probe.WireLog(event_times=[0.0] * 5 + [1.0] * 5 + [2.0] * 5, recv_events=[5, 5, 5])
+    assert probe.verdict(bursty, engine_itl_ms=45.0).startswith("SERVER FLUSHES LATE")
+    g = probe.gap_stats([0.0, 0.1, 0.3])
+    assert g is not None and g.count == 2 and g.max_ms == pytest.approx(200)
+
+
+def test_link_and_scale() -> None:
+    assert route_device("127.0.0.1 dev lo src 127.0.0.1 uid 0 \\    cache <local>") == "lo"
+    assert link_kind("lo") == "loopback"
+    assert time_scale({"speed": 20.0}) == 20.0 and time_scale({}) == 1.0
+
+
+def test_events_roundtrip_as_json_lines() -> None:
+    spec = PointSpec(65536, 2, 2048, 32, cold=True)
+    result = PointResult(spec, None, flags=(Flag(FlagKind.HUNG, "hung", "fix"),))
+    for event in (
+        PointFinished(op="bench", result=result),
+        BenchWarning(op="bench", message="m", point=spec),
+    ):
+        assert parse_event_line(event_line(event)) == event
+    assert parse_event_line("llama-benchy (0.4.0)") is None
+    argv = remote_argv(
+        ["cockpit"], "http://10.0.0.1:30000", "m", 1.0, [spec], 3, "builtin", 300.0, "lane", "cl"
+    )
+    assert argv[:3] == ["cockpit", "bench", "--events-jsonl"] and "--cold" in argv
