@@ -278,6 +278,27 @@ def _report(measures: list[Measure], pace: Pace, login: tuple[float, float]) -> 
         s, e = stream.per_node_minute(get(stream)), execd.per_node_minute(get(execd))
         ratio = f"{e / s:.1f}×" if s else "n/a"
         lines.append(f"| {label} | {fmt.format(s)} | {fmt.format(e)} | {ratio} |")
+    per_sample = [
+        ("tasks per GPU sample delivered", lambda m: m.forks / max(m.gpu_samples, 1), "{:.2f}"),
+        (
+            "cockpit CPU ms per GPU sample",
+            lambda m: 1000 * m.cpu_s / max(m.gpu_samples, 1),
+            "{:.2f}",
+        ),
+    ]
+    for label, get, fmt in per_sample:
+        s, e = get(stream), get(execd)
+        ratio = f"{e / s:.1f}×" if s else "n/a"
+        lines.append(f"| {label} | {fmt.format(s)} | {fmt.format(e)} | {ratio} |")
+    asked = 60_000 / pace.gpu_ms
+    kept = execd.per_node_minute(execd.gpu_samples) / asked
+    if kept < 0.9:
+        lines += [
+            "",
+            f"Exec per poll kept only {kept:.0%} of the requested GPU pace here: every poll "
+            "waits for a login on a busy node, so its per-minute costs are for fewer samples; "
+            "the per-sample rows compare like with like.",
+        ]
     return "\n".join(lines)
 
 

@@ -231,7 +231,10 @@ class SshPool:
         line = to_shell(command)
         conn = await self.connection(node)
         try:
-            proc = await conn.create_process(line, input=input, encoding="utf-8", errors="replace")
+            # stdin gets EOF after `input` (like `ssh -n`): nothing waits on the cockpit's stdin
+            proc = await conn.create_process(
+                line, input=input or "", encoding="utf-8", errors="replace"
+            )
         except (asyncssh.Error, OSError) as exc:
             raise ChannelError(node, f"cannot start {_brief(line)!r}: {exc}") from exc
         try:
@@ -307,8 +310,10 @@ class SshPool:
 
     async def close(self) -> None:
         """Close every forward and connection; the pool can be used again afterwards."""
-        for task in list(self._pending.values()):
+        pending = list(self._pending.values())
+        for task in pending:
             task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
         for _, listener in self._forwards.values():
             listener.close()
         self._forwards.clear()

@@ -92,7 +92,11 @@ class FleetPoller:
                             self._facts[node] = self._facts[node].with_frame(frame, self._clock())
                             self._changed.set()
                     tail = " / ".join(t for t in lines.stderr_tail if t)
-                    problem = f"probe ended (exit {lines.exit_status}){': ' + tail if tail else ''}"
+                    if lines.exit_status is None:
+                        problem = self._pool.state(node).error or "link lost"
+                    else:
+                        problem = f"probe ended (exit {lines.exit_status})"
+                        problem += f": {tail}" if tail else ""
             except SshError as exc:
                 problem = exc.reason
             self._facts[node] = replace(self._facts[node], probe_error=problem)
