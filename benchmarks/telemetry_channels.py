@@ -282,7 +282,7 @@ def _report(measures: list[Measure], pace: Pace, login: tuple[float, float]) -> 
         ("tasks per GPU sample delivered", lambda m: m.forks / max(m.gpu_samples, 1), "{:.2f}"),
         (
             "cockpit CPU ms per GPU sample",
-            lambda m: 1000 * m.cpu_s / max(m.gpu_samples, 1),
+            lambda m: 1e3 * m.cpu_s / max(m.gpu_samples, 1),
             "{:.2f}",
         ),
     ]
