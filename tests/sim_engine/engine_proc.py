@@ -24,9 +24,9 @@ RECIPE_ENV = {
 }
 
 
-def free_address() -> tuple[str, int]:
-    """A random 127.0.0.x with a port free on it (so parallel runs do not collide)."""
-    host = f"127.0.0.{random.randint(20, 250)}"
+def free_address(host: str | None = None) -> tuple[str, int]:
+    """A random 127.0.0.x (or `host`) with a port free on it (parallel runs do not collide)."""
+    host = host or f"127.0.0.{random.randint(20, 250)}"
     with socket.socket() as s:
         s.bind((host, 0))
         return host, s.getsockname()[1]

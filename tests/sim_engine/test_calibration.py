@@ -1,7 +1,7 @@
 """The seed's figures reproduced by driving the scheduler like llama-benchy, in virtual time.
 
 One `LaneCalibration` per lane; warm and cold runs differ only in the request shape (context load
-first, or context + prompt as one request). Figures from shared/reference/seed-measurements.toml.
+first, or context + prompt as one request).
 """
 
 import re
@@ -22,9 +22,8 @@ from cockpit.sim.engine.virtual_bench import (
     run_point,
 )
 
-SEED = tomllib.loads(
-    (Path(__file__).parents[3] / "shared/reference/seed-measurements.toml").read_text()
-)
+SEED = tomllib.loads((Path(__file__).parent / "seed_measurements.toml").read_text())
+"""A copy of shared/reference/seed-measurements.toml (the seed's figures as data)."""
 FLASH4 = for_lane("flash", 4)
 FLASH2 = for_lane("flash", 2)
 PRO8 = for_lane("pro", 8)

@@ -158,7 +158,7 @@ def test_two_ranks_rendezvous_follow_the_head_and_fall_back_to_socket(
     from tests.sim_engine.engine_proc import free_address
 
     head_host, port = free_address()
-    _, master_port = free_address()
+    _, master_port = free_address(head_host)
     common = ("--tensor-parallel-size", "2", "--nnodes", "2", "--master-addr", head_host,
               "--master-port", str(master_port))  # fmt: skip
     worker = start(
@@ -225,3 +225,15 @@ def test_exit_traceback_kills_the_engine_on_its_first_request(
         )
     assert proc.wait_exit(10) == 1
     assert "EngineDeadError" in proc.text() and "illegal memory access" in proc.text()
+
+
+def test_pro_at_tp6_is_not_buildable(procs: list[EngineProc], tmp_path: Path) -> None:
+    """Seed §4: 128 q-heads do not split over 6 ranks; vLLM's divide() rejects it at build."""
+    pro = "/hf/models--XiaomiMiMo--MiMo-V2.6-Pro-MOPD/snapshots/adea8e2c5373"
+    proc = start(tmp_path / "dgx8", pro, "--tensor-parallel-size", "6", speed=500)
+    procs.append(proc)
+    assert proc.wait_exit(30) == 1
+    assert (
+        "Total number of attention heads (128) must be divisible by tensor parallel size (6)"
+        in (proc.text())
+    )

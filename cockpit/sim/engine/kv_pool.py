@@ -105,11 +105,3 @@ class KvPool:
                 self._evictable[block] = None
             else:
                 self._recycled.append(block)
-
-    def reset_prefix_cache(self) -> None:
-        """Forget every cached hash (vLLM's /reset_prefix_cache); in-use blocks stay allocated."""
-        for block in list(self._evictable):
-            self._recycled.append(block)
-        self._evictable.clear()
-        self._hash_of.clear()
-        self._block_of.clear()

@@ -33,6 +33,8 @@ from cockpit.sim.engine.server import AccessLogger, ServerContext, build_app
 from cockpit.sim.engine.stats import LOG_INTERVAL_S
 
 RENDEZVOUS_TIMEOUT_S = 600.0
+RENDEZVOUS_MIN_WALL_S = 120.0
+"""Ranks are started by the fleet at wall-clock pace: never give up on peers sooner than this."""
 NCCL_TIMEOUT_S = 600.0
 HANG_HINT_S = 60.0
 PUBLISH_EVERY_S = 0.25
@@ -206,7 +208,7 @@ async def run_worker(r: Rank) -> int:
             r.util = float(util) if isinstance(util, int | float) else None
 
     try:
-        if not await link.connect(RENDEZVOUS_TIMEOUT_S / r.speed):
+        if not await link.connect(_rendezvous_wall(r)):
             r.bare(_connect_timeout(r))
             return 1
         follower = asyncio.create_task(link.follow(on_message))
@@ -235,6 +237,8 @@ async def run_worker(r: Rank) -> int:
 
 
 async def _boot_worker(r: Rank, plan: boot.BootPlan) -> int | None:
+    if not _heads_divide(r, plan):
+        return 1
     code = await _nccl(r, plan)
     if code is not None:
         return code
@@ -244,6 +248,23 @@ async def _boot_worker(r: Rank, plan: boot.BootPlan) -> int | None:
     return code
 
 
+def _heads_divide(r: Rank, plan: boot.BootPlan) -> bool:
+    """vLLM's `divide()` check at engine build: heads must split evenly over the TP ranks."""
+    heads, tp = plan.cal.num_attention_heads, r.args.tensor_parallel_size
+    if heads % tp == 0:
+        return True
+    r.bare(
+        [
+            "Traceback (most recent call last):",
+            '  File "/usr/local/lib/python3.12/dist-packages/vllm/config/parallel.py", line 612, '
+            "in verify_with_model_config",
+            f"ValueError: Total number of attention heads ({heads}) must be divisible by tensor "
+            f"parallel size ({tp}).",
+        ]
+    )
+    return False
+
+
 def _init_line() -> str:
     return "Initializing model took 0.41 seconds"
 
@@ -251,6 +272,10 @@ def _init_line() -> str:
 async def _first(*aws: Any) -> None:
     tasks = [a if isinstance(a, asyncio.Future) else asyncio.ensure_future(a) for a in aws]
     await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+
+
+def _rendezvous_wall(r: Rank) -> float:
+    return max(RENDEZVOUS_TIMEOUT_S / r.speed, RENDEZVOUS_MIN_WALL_S)
 
 
 def _connect_timeout(r: Rank) -> list[str]:
@@ -275,7 +300,7 @@ async def run_head(r: Rank, stop: asyncio.Event) -> int:
         await _play(r, boot.preamble(plan), plan)
         if expected:
             await link.start()
-            if not await link.wait_joined(RENDEZVOUS_TIMEOUT_S / r.speed):
+            if not await link.wait_joined(_rendezvous_wall(r)):
                 r.bare(_store_timeout(link.joined + 1, r.args.nnodes))
                 return 1
             link.broadcast({"type": "go"})
@@ -301,6 +326,8 @@ async def run_head(r: Rank, stop: asyncio.Event) -> int:
 
 
 async def _boot_head(r: Rank, plan: boot.BootPlan) -> int | None:
+    if not _heads_divide(r, plan):
+        return 1
     code = await _nccl(r, plan)
     if code is not None:
         return code
@@ -318,7 +345,6 @@ async def _serve(r: Rank, plan: boot.BootPlan) -> tuple[EngineCore, web.AppRunne
     config = SchedulerConfig(
         max_num_seqs=a.max_num_seqs,
         max_num_batched_tokens=a.max_num_batched_tokens,
-        max_model_len=plan.max_model_len,
         block_size=a.block_size,
         num_blocks=plan.kv_tokens // a.block_size,
         num_spec_tokens=a.num_spec_tokens,

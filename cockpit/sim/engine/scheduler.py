@@ -40,7 +40,6 @@ class Status(StrEnum):
 class SchedulerConfig:
     max_num_seqs: int = 16
     max_num_batched_tokens: int = 8192
-    max_model_len: int = 524_288
     block_size: int = 16
     num_blocks: int = 1 << 20
     num_spec_tokens: int = 0

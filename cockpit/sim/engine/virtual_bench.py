@@ -36,7 +36,6 @@ class Timeline:
     """Client-side view of one streamed request (times in engine seconds)."""
 
     start: float
-    prompt_tokens: int
     first_token: float | None = None
     token_times: list[float] = field(default_factory=list)
 
@@ -93,7 +92,7 @@ class VirtualEngine:
         for prompt in prompts:
             rid = f"req-{next(self._ids)}"
             self.scheduler.add(Request(rid, prompt, max_tokens, self.clock, ignore_eos=True))
-            timelines[rid] = Timeline(self.clock, len(prompt))
+            timelines[rid] = Timeline(self.clock)
         pending = set(timelines)
         while pending:
             result = self.scheduler.step(self.clock)
