@@ -15,7 +15,7 @@ from cockpit.errors import CockpitError
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
 @click.version_option(__version__, prog_name="cockpit")
 @click.option(
     "--inventory",
@@ -28,11 +28,15 @@ err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 def cli(ctx: click.Context, inventory: Path | None) -> None:
     """Run vLLM lanes on a DGX Spark fleet: watch, launch, stop, sync, bench, switch."""
     ctx.obj = {"inventory": inventory}
+    if ctx.invoked_subcommand is None:  # bare `cockpit` opens the TUI
+        from cockpit.cli.tui_cmd import tui
+
+        ctx.invoke(tui)
 
 
 def _register() -> None:
     """Attach the command modules (imported here so `--help` lists every command)."""
-    from cockpit.cli import bench_cmds, inventory_cmds, ops_cmds, sim_cmds, status_cmd
+    from cockpit.cli import bench_cmds, inventory_cmds, ops_cmds, sim_cmds, status_cmd, tui_cmd
 
     for command in [
         *inventory_cmds.COMMANDS,
@@ -40,6 +44,7 @@ def _register() -> None:
         *sim_cmds.COMMANDS,
         *ops_cmds.COMMANDS,
         *bench_cmds.COMMANDS,
+        *tui_cmd.COMMANDS,
     ]:
         cli.add_command(command)
 

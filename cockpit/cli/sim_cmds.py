@@ -181,6 +181,8 @@ def demo(
             link_mbps=link_mbps,
         )
         with fleet:
+            if _open_tui(ctx, fleet):
+                return
             _show(ctx, fleet)
             console.print("demo fleet running; Ctrl-C to stop it")
             stop = threading.Event()
@@ -188,6 +190,17 @@ def demo(
             with contextlib.suppress(KeyboardInterrupt):
                 stop.wait()
         console.print("demo fleet stopped")
+
+
+def _open_tui(ctx: click.Context, fleet: SimFleet) -> bool:
+    """The TUI on the fleet for as long as the operator keeps it open (False: no `tui` command)."""
+    root_cli = ctx.find_root().command
+    tui = root_cli.commands.get("tui") if isinstance(root_cli, click.Group) else None
+    if tui is None:
+        return False
+    ctx.obj = {**(ctx.obj or {}), "inventory": fleet.inventory_dir}
+    ctx.invoke(tui)
+    return True
 
 
 def _show(ctx: click.Context, fleet: SimFleet) -> None:

@@ -32,7 +32,7 @@ class NodeSampled:
     gpu: GpuSample | None
     memory: MemoryView | None
     ranks: tuple[RankOnNode, ...] = ()
-    images: tuple[str, ...] = ()  # image references present on the node (digest refs)
+    images: tuple[str, ...] | None = None  # recipe image refs present here (None: not known)
 
 
 @dataclass(frozen=True)

@@ -386,9 +386,10 @@ class Store:
     def _image_ok(self, lane: str, nodes: tuple[str, ...]) -> bool | None:
         ref = self.inventory.recipes[lane].image.ref
         seen = [self._nodes[n].last for n in nodes if n in self._nodes]
-        if len(seen) < len(nodes) or any(s is None for s in seen):
+        known = [s.images for s in seen if s is not None and s.images is not None]
+        if len(known) < len(nodes):
             return None
-        return all(ref in s.images for s in seen if s is not None)
+        return all(ref in images for images in known)
 
     def _bench_headline(self, lane: str, cluster: str) -> str | None:
         points = [

@@ -1,0 +1,182 @@
+"""The live feed: the status poller's per-node facts, each lane container's log, each lane's
+`/metrics`, folded into store inputs every 100 ms.
+
+One long-lived probe channel per node (`cockpit.status.FleetPoller`), one `docker logs -f` channel
+per lane container, one HTTP scrape loop per running lane. A node that stops answering only
+stops its own channels; its facts stay and the store marks them STALE / DOWN.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Sequence
+
+import httpx
+
+from cockpit.config import Inventory
+from cockpit.errors import CockpitError
+from cockpit.ops.readiness import base_url
+from cockpit.plan import plan_lane
+from cockpit.ssh import Link, NodeState, SshError, SshPool
+from cockpit.status.poller import FleetPoller
+from cockpit.status.probe import NodeFacts, Pace
+from cockpit.telemetry.docker_out import image_with_digest, lane_of
+from cockpit.telemetry.gpu import node_memory_view
+from cockpit.telemetry.metrics import parse_metrics
+from cockpit.tui.state.inputs import (
+    EngineSampled,
+    NodeLost,
+    NodeSampled,
+    RankLines,
+    RankOnNode,
+    StoreInput,
+)
+
+TICK_S = 0.1
+LOG_TAIL = 500  # lines of history fetched when a container's log is first followed
+LOG_BUFFER = 5000  # lines held per container between two ticks (a flood drops the oldest)
+SCRAPE_S = 2.0
+SCRAPE_TIMEOUT_S = 3.0
+
+
+def node_input(
+    node: str, facts: NodeFacts, link: NodeState, refs: Sequence[str], now: float
+) -> StoreInput | None:
+    """The store's view of one node's facts: a sample, a loss, or nothing yet."""
+    if facts.probe_error or link.link is Link.UNREACHABLE:
+        retry = max(link.retry_at - time.monotonic(), 0.0) if link.retry_at else None
+        return NodeLost(node, now, facts.probe_error or link.error or "unreachable", retry)
+    if facts.heard_at is None:
+        return None
+    gpus = [facts.gpus[i] for i in sorted(facts.gpus)]
+    ranks = []
+    for row in facts.containers or ():
+        label = lane_of(row.labels)
+        if label is not None and label.rank is not None and label.cluster:
+            running = (row.state or "running") == "running"
+            ranks.append(RankOnNode(label.lane, label.cluster, label.rank, running))
+    images = (
+        None
+        if facts.images is None
+        else tuple(ref for ref in refs if image_with_digest(facts.images, ref) is not None)
+    )
+    return NodeSampled(
+        node,
+        facts.heard_at,
+        gpus[0] if gpus else None,
+        node_memory_view(gpus, facts.meminfo, facts.apps),
+        tuple(ranks),
+        images,
+    )
+
+
+class FleetFeed:
+    """Feed of a real (or simulated) fleet over SSH; `batches()` runs until cancelled."""
+
+    name = "fleet"
+
+    def __init__(self, inventory: Inventory, pool: SshPool, pace: Pace | None = None) -> None:
+        self.inventory = inventory
+        self.pool = pool
+        self.pace = pace or Pace()
+        self._refs = sorted({r.image.ref for r in inventory.recipes.values()})
+        self._seen: dict[str, tuple[NodeFacts, NodeState]] = {}
+        self._logs: dict[tuple[str, str], asyncio.Task[None]] = {}
+        self._log_buffers: dict[tuple[str, str], tuple[RankOnNode, deque[str]]] = {}
+        self._scrapes: dict[tuple[str, str], asyncio.Task[None]] = {}
+        self._engine: list[StoreInput] = []
+
+    async def batches(self) -> AsyncIterator[Sequence[StoreInput]]:
+        nodes = list(self.inventory.nodes)
+        async with (
+            FleetPoller(self.pool, nodes, self.pace) as poller,
+            httpx.AsyncClient(timeout=SCRAPE_TIMEOUT_S) as http,
+        ):
+            try:
+                while True:
+                    batch = self._tick(poller, http)
+                    if batch:
+                        yield batch
+                    await asyncio.sleep(TICK_S)
+            finally:
+                for task in [*self._logs.values(), *self._scrapes.values()]:
+                    task.cancel()
+                for task in [*self._logs.values(), *self._scrapes.values()]:
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await task
+
+    def _tick(self, poller: FleetPoller, http: httpx.AsyncClient) -> list[StoreInput]:
+        now = time.time()
+        facts, links = poller.facts(), poller.links()
+        batch: list[StoreInput] = []
+        containers: dict[tuple[str, str], RankOnNode] = {}
+        heads: dict[tuple[str, str], str] = {}
+        for node in facts:
+            seen = (facts[node], links[node])
+            if self._seen.get(node) != seen:
+                self._seen[node] = seen
+                item = node_input(node, facts[node], links[node], self._refs, now)
+                if item is not None:
+                    batch.append(item)
+            for row in facts[node].containers or ():
+                label = lane_of(row.labels)
+                if label is None or label.rank is None or not label.cluster:
+                    continue
+                containers[(node, row.names)] = RankOnNode(label.lane, label.cluster, label.rank)
+                if label.rank == 0:
+                    heads[(label.lane, label.cluster)] = node
+        self._follow_logs(containers)
+        self._scrape(heads, http)
+        for (node, _), (rank, lines) in self._log_buffers.items():
+            if lines:
+                chunk = tuple(lines)
+                lines.clear()
+                batch.append(RankLines(node, rank.lane, rank.cluster, rank.rank, chunk, now))
+        batch += self._engine
+        self._engine = []
+        return batch
+
+    def _follow_logs(self, containers: dict[tuple[str, str], RankOnNode]) -> None:
+        for key in list(self._logs):
+            if key not in containers and self._logs[key].done():
+                del self._logs[key]
+        for key, rank in containers.items():
+            if key not in self._logs:
+                buffer: deque[str] = deque(maxlen=LOG_BUFFER)
+                self._log_buffers[key] = (rank, buffer)
+                self._logs[key] = asyncio.create_task(self._log(key, buffer))
+
+    async def _log(self, key: tuple[str, str], buffer: deque[str]) -> None:
+        node, name = key
+        command = ["docker", "logs", "-f", "--tail", str(LOG_TAIL), name]
+        with contextlib.suppress(SshError):
+            async with self.pool.stream(node, command) as lines:
+                async for line in lines:
+                    buffer.append(line)
+
+    def _scrape(self, heads: dict[tuple[str, str], str], http: httpx.AsyncClient) -> None:
+        for key in list(self._scrapes):
+            if key not in heads:
+                self._scrapes.pop(key).cancel()
+        for key in heads:
+            if key not in self._scrapes or self._scrapes[key].done():
+                self._scrapes[key] = asyncio.create_task(self._scrape_loop(*key, http))
+
+    async def _scrape_loop(self, lane: str, cluster: str, http: httpx.AsyncClient) -> None:
+        try:
+            plan = plan_lane(
+                self.inventory, self.inventory.recipe(lane), self.inventory.cluster(cluster)
+            )
+            url = await base_url(self.pool, plan)
+        except (CockpitError, SshError):
+            return
+        while True:
+            with contextlib.suppress(httpx.HTTPError):
+                response = await http.get(f"{url}/metrics")
+                if response.status_code == 200:
+                    metrics = parse_metrics(response.text, at=time.time())
+                    self._engine.append(EngineSampled(lane, cluster, metrics))
+            await asyncio.sleep(SCRAPE_S)

@@ -1,0 +1,93 @@
+"""The TUI's lane keys bound to the real operations (`cockpit.ops`, `cockpit.bench.run`)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from cockpit import ops
+from cockpit.bench import artifacts
+from cockpit.bench.models import PointSpec
+from cockpit.bench.run import BenchRequest, bench, default_points
+from cockpit.ops.context import OpContext
+from cockpit.ops.events import OpEvent, Planned
+from cockpit.ops.readiness import base_url
+from cockpit.plan import plan_lane
+from cockpit.tui.operations import LaneTarget
+
+BENCH_RUNS = 1  # the TUI's sweep: every depth at c1 and c2, one run each (the CLI does more)
+
+
+class FleetOperations:
+    """Each method returns a fresh operation; its first event is the plan the TUI confirms."""
+
+    def __init__(
+        self,
+        ctx: OpContext,
+        reports_dir: Path,
+        tokenizer_dir: Path,
+        bench_points: tuple[PointSpec, ...] | None = None,
+    ) -> None:
+        self.ctx = ctx
+        self.reports_dir = reports_dir
+        self.tokenizer_dir = tokenizer_dir
+        self.bench_points = bench_points or default_points()
+
+    def launch(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
+        return ops.launch(self.ctx, self.ctx.inventory.recipe(target.lane), target.cluster)
+
+    def stop(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
+        return ops.stop(self.ctx, lane=target.lane)
+
+    def sync(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
+        return ops.sync_image(self.ctx, self.ctx.inventory.recipe(target.lane), target.cluster)
+
+    def switch(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
+        return ops.switch(self.ctx, self.ctx.inventory.recipe(target.lane), target.cluster)
+
+    async def bench(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
+        """The sweep's points as the plan, then the bench operation's own events."""
+        inventory = self.ctx.inventory
+        plan = plan_lane(
+            inventory, inventory.recipe(target.lane), inventory.cluster(target.cluster)
+        )
+        points = self.bench_points
+        yield Planned(
+            op="bench",
+            lane=target.lane,
+            cluster=target.cluster,
+            steps=tuple(p.label for p in points),
+            summary=f"{len(points)} points against {plan.endpoint}, report in {self.reports_dir}",
+        )
+        url = await base_url(self.ctx.pool, plan)
+        request = BenchRequest(
+            lane=target.lane,
+            cluster=target.cluster,
+            label="tui",
+            endpoint=url,
+            points=points,
+            tokenizer_dir=self.tokenizer_dir,
+            reports_dir=self.reports_dir,
+            runs=BENCH_RUNS,
+            recipe_hash=plan.recipe_hash,
+            engine_image=plan.recipe.image.ref,
+        )
+        async for event in bench(request):
+            if not isinstance(event, Planned):  # the plan was shown already
+                yield event
+
+
+def report_baselines(
+    reports_dir: Path, lanes: list[tuple[str, str]]
+) -> dict[str, dict[tuple[int, int], float]]:
+    """Per lane, tg tokens/s by (depth, concurrency) from its newest report (the Bench baseline)."""
+    out: dict[str, dict[tuple[int, int], float]] = {}
+    for lane, cluster in lanes:
+        path = artifacts.baseline_for(reports_dir, lane, cluster)
+        if path is None or lane in out:
+            continue
+        report = artifacts.load_report(path)
+        out[lane] = {
+            (p.spec.depth, p.spec.concurrency): p.tg for p in report.points if p.tg is not None
+        }
+    return out
