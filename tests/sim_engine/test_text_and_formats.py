@@ -1,6 +1,7 @@
 """Shipped tokenizer, launcher args, log formats and NCCL lines (parsed by the cockpit's telemetry)."""
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -8,6 +9,7 @@ from cockpit.sim.engine import logs, nccl, text
 from cockpit.sim.engine.args import parse
 from cockpit.sim.engine.boot import BootPlan, after_nccl
 from cockpit.sim.engine.calibration import for_lane
+from cockpit.sim.engine.runtime import build_rank, make_plan
 from cockpit.telemetry import boot as boot_state
 from cockpit.telemetry.nccl_log import summarize_transport
 from cockpit.telemetry.vllm_log import EngineStats, SpecDecodeStats, parse_event
@@ -104,3 +106,18 @@ def test_nccl_roce_on_configured_hcas_and_socket_fallback_on_a_missing_one() -> 
     assert any(ln.endswith("Using network Socket") for ln in bad)
     (summary,) = summarize_transport(bad)
     assert summary.network == "Socket"
+
+
+def test_plan_reads_the_snapshot_config(tmp_path: Path) -> None:
+    snap = tmp_path / "models--XiaomiMiMo--MiMo-V2.6-Pro-MOPD" / "snapshots" / "adea8e2c5373"
+    snap.mkdir(parents=True)
+    snap.joinpath("config.json").write_text(
+        '{"architectures": ["MiMoV2ForCausalLM"], "num_attention_heads": 96, '
+        '"num_key_value_heads": 8, "max_position_embeddings": 131072}'
+    )
+    args, _ = parse(["serve", str(snap), "--tensor-parallel-size", "8"])
+    rank = build_rank(args, {"COCKPIT_SIM_NODE_DIR": str(tmp_path / "node")})
+    plan = make_plan(rank)
+    assert plan.cal.key == "pro-tp8" and plan.cal.num_attention_heads == 96
+    assert plan.max_model_len == 131072 and plan.architecture == "MiMoV2ForCausalLM"
+    assert not plan.autotune_cached
