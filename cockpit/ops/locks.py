@@ -147,13 +147,15 @@ class NodeLocks:
 
     async def acquire(self, nodes: Iterable[str]) -> list[LockRefused]:
         """Take every reachable node's lock; unreachable nodes are skipped (preflight names
-        them). On any refusal nothing stays held and the refusals are returned."""
-        names = [n for n in dict.fromkeys(nodes) if n not in self.held]
-        outcomes = await asyncio.gather(*(self._take(n) for n in names))
-        refused = [o for o in outcomes if isinstance(o, LockRefused)]
-        if refused:
-            await self.release()
-        return refused
+        them). On a refusal nothing stays held and the refusal is returned."""
+        # One node at a time in name order: of two cockpits racing for the same nodes, the one
+        # that takes the first node wins and the other is refused there (no split win).
+        for node in sorted(set(nodes) - set(self.held)):
+            refused = await self._take(node)
+            if refused is not None:
+                await self.release()
+                return [refused]
+        return []
 
     async def _take(self, node: str, retry: bool = True) -> LockRefused | None:
         try:

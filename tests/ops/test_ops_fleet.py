@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+import random
+import re
+import socket
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
@@ -38,11 +41,64 @@ def add_pinned_recipe(fleet: SimFleet) -> None:
     (fleet.inventory_dir / f"{PINNED}.toml").write_text(text)
 
 
+def free_port_on_every_node(fleet: SimFleet, avoid: set[int]) -> int:
+    """A TCP port free on every node address (fleets run in parallel share 127.0.0.1x)."""
+    while True:
+        port = random.randint(20000, 29999)
+        if port in avoid:
+            continue
+        try:
+            for node in fleet.nodes:
+                with socket.socket() as probe:
+                    probe.bind((node.host, port))
+        except OSError:
+            continue
+        return port
+
+
+def own_ports(fleet: SimFleet) -> None:
+    """Serve and rendezvous ports of this fleet's lanes, away from other runs' fleets."""
+    path = fleet.inventory_dir / "clusters.toml"
+    serve = free_port_on_every_node(fleet, set())
+    master = free_port_on_every_node(fleet, {serve})
+    text = re.sub(r"(?m)^serve_port = \d+", f"serve_port = {serve}", path.read_text())
+    path.write_text(re.sub(r"(?m)^master_port = \d+", f"master_port = {master}", text))
+
+
+@pytest.fixture(scope="module")
+def shared_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimFleet]:
+    """One fleet for the module (starting one costs seconds); each test restores what it broke."""
+    made = SimFleet(tmp_path_factory.mktemp("ops-fleet"), 8, speed=SPEED)
+    try:
+        made.start()
+        add_pinned_recipe(made)
+        own_ports(made)
+        yield made
+    finally:
+        made.stop()
+
+
+STATE_FILES = ("images.json", "node.json")
+
+
 @pytest.fixture
-def fleet(fleet_factory: Callable[..., SimFleet]) -> SimFleet:
-    made = fleet_factory(8, speed=SPEED)
-    add_pinned_recipe(made)
-    return made
+def fleet(shared_fleet: SimFleet) -> Iterator[SimFleet]:
+    """The shared fleet, its nodes' images, faults and Qwen snapshot restored after the test."""
+    saved = {}
+    for node in shared_fleet.names:
+        for name in STATE_FILES:
+            saved[shared_fleet.node_dir(node) / name] = (
+                shared_fleet.node_dir(node) / name
+            ).read_bytes()
+        config = shared_fleet.snapshot_dir(node, "Qwen/Qwen3-0.6B") / "config.json"
+        saved[config] = config.read_bytes()
+    yield shared_fleet
+    for node in shared_fleet.names:
+        shared_fleet.start_node(node)
+    for path, content in saved.items():
+        if path.is_dir():
+            path.rmdir()
+        path.write_bytes(content)
 
 
 @pytest.fixture
@@ -78,6 +134,8 @@ class Cockpit:
 async def cockpit(fleet: SimFleet, state_dir: Path) -> AsyncIterator[Cockpit]:
     cp = Cockpit(fleet, state_dir)
     yield cp
+    for node in fleet.names:
+        fleet.start_node(node)
     await run(stop(cp.ctx, cluster="4nodes-switch"))
     await cp.pool.close()
 
@@ -107,7 +165,8 @@ async def test_clean_launch_to_ready_then_stop_is_idempotent(cockpit: Cockpit) -
     firsts = [order.index(p) for p in dict.fromkeys(phases)]  # each phase where it first began
     assert firsts == sorted(firsts)
     async with httpx.AsyncClient() as client:
-        assert (await client.get("http://127.0.0.11:30000/health")).status_code == 200
+        url = f"http://127.0.0.11:{cockpit.inventory.serve_port}/health"
+        assert (await client.get(url)).status_code == 200
     assert cockpit.ctx.history.last_seconds(QWEN, "2nodes-dac") is not None
     first = finished(await run(stop(cockpit.ctx, lane=QWEN)))
     assert first.ok and "stopped" in first.summary
@@ -142,7 +201,6 @@ async def test_unreachable_node_is_refused(cockpit: Cockpit) -> None:
     cockpit.fleet.stop_node("dgx2")
     end = finished(await run(launch(cockpit.ctx, cockpit.recipe(QWEN), "2nodes-dac")))
     assert end.exit_code == 2 and "dgx2 is unreachable" in end.summary
-    cockpit.fleet.start_node("dgx2")
 
 
 async def test_crash_mid_boot_rolls_back_every_rank(cockpit: Cockpit) -> None:
@@ -177,14 +235,9 @@ async def test_peer_failure_mid_sync_leaves_the_others_synced(cockpit: Cockpit) 
     fleet = cockpit.fleet
     recipe = cockpit.recipe(FLASH4)  # its image sits on dgx5-8 only (seed §2)
     broken = fleet.node_dir("dgx1") / "images.json"
-    saved = broken.read_text()
     broken.unlink()
     broken.mkdir()  # dgx1's docker cannot record images any more: every load there fails
-    try:
-        events = await run(sync_image(cockpit.ctx, recipe, "4nodes-switch"))
-    finally:
-        broken.rmdir()
-        broken.write_text(saved)
+    events = await run(sync_image(cockpit.ctx, recipe, "4nodes-switch"))
     end = finished(events)
     assert end.exit_code == 1 and "failed: dgx1" in end.summary, [
         (type(e).__name__, getattr(e, "node", None), getattr(e, "message", "")) for e in events
