@@ -131,6 +131,7 @@ class _Handlers:
         )
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
+        received = self.ctx.core.now()
         body = await _json_body(request)
         if isinstance(body, web.Response):
             return body
@@ -139,9 +140,10 @@ class _Handlers:
             return _error(400, "messages must be a non-empty list", "BadRequestError", "messages")
         rendered = text.render_chat(messages, bool(body.get("add_generation_prompt", True)))
         limit = body.get("max_completion_tokens", body.get("max_tokens"))
-        return await self._generate(request, body, rendered, limit, chat=True)
+        return await self._generate(request, body, rendered, limit, received, chat=True)
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
+        received = self.ctx.core.now()
         body = await _json_body(request)
         if isinstance(body, web.Response):
             return body
@@ -150,10 +152,17 @@ class _Handlers:
             prompt = prompt[0]
         if not isinstance(prompt, str):
             return _error(400, "prompt must be a string", "BadRequestError", "prompt")
-        return await self._generate(request, body, prompt, body.get("max_tokens", 16), chat=False)
+        limit = body.get("max_tokens", 16)
+        return await self._generate(request, body, prompt, limit, received, chat=False)
 
     async def _generate(
-        self, request: web.Request, body: dict[str, Any], prompt: str, limit: Any, chat: bool
+        self,
+        request: web.Request,
+        body: dict[str, Any],
+        prompt: str,
+        limit: Any,
+        received: float,
+        chat: bool,
     ) -> web.StreamResponse:
         ctx = self.ctx
         model = body.get("model")
@@ -190,7 +199,7 @@ class _Handlers:
             ignore_eos=bool(body.get("ignore_eos")),
             natural_length=None if limit is not None else 48 + seed % 200,
         )
-        queue = ctx.core.submit(req)
+        queue = ctx.core.submit(req, received)
         reply = _Reply(rid, int(time.time()), ctx.args.name, chat, seed, len(ids))
         try:
             if body.get("stream"):
