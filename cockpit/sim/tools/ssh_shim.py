@@ -3,13 +3,16 @@
 PEER (`dgxK` or `user@dgxK`) resolves through the fleet's `fleet.json` to the peer's loopback
 endpoint, authenticated with the fleet's internal key and checked against its known_hosts.
 With a link rate set (`COCKPIT_SIM_LINK_MBPS`, or `links["dgxA>dgxB"]` in fleet.json), both
-directions are throttled: the rate is the real link's, in megabits per second of *virtual* bytes,
-so a scaled-down image stream takes as long as the real one would (divided by COCKPIT_SIM_SPEED).
+directions are throttled; with an uplink rate (`uplink_mbps` in fleet.json or
+COCKPIT_SIM_UPLINK_MBPS) every stream a node sends shares that node's one uplink. Rates are the
+real link's, in megabits per second of *virtual* bytes, so a scaled-down image stream takes as
+long as the real one would (divided by COCKPIT_SIM_SPEED).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import subprocess
@@ -56,7 +59,51 @@ class Throttle:
             time.sleep(ahead)
 
 
-def pump(source: IO[bytes], sink: IO[bytes], throttle: Throttle, close_sink: bool) -> None:
+class Uplink:
+    """The sending node's NIC, shared by every ssh pipe that leaves it: a virtual clock kept in a
+    file under flock, so K concurrent streams from one node split its rate (a parallel fan-out
+    from one source is then as slow as it is on a real uplink)."""
+
+    def __init__(self, path: Path, rate: float) -> None:
+        self.path = path
+        self.rate = rate
+
+    def take(self, amount: int) -> None:
+        with open(self.path, "a+") as clock:
+            fcntl.flock(clock, fcntl.LOCK_EX)
+            clock.seek(0)
+            now = time.monotonic()
+            free_at = max(now, float(clock.read() or 0.0)) + amount / self.rate
+            clock.seek(0)
+            clock.truncate()
+            clock.write(repr(free_at))
+        if free_at > now:
+            time.sleep(free_at - now)
+
+
+class Throttles:
+    """Every limit a stream passes through (a link, the sender's uplink)."""
+
+    def __init__(self, *limits: Throttle | Uplink | None) -> None:
+        self.limits = [limit for limit in limits if limit is not None]
+
+    def take(self, amount: int) -> None:
+        for limit in self.limits:
+            limit.take(amount)
+
+
+def uplink_of(fleet: dict[str, object], node_dir: str) -> Uplink | None:
+    """This node's shared uplink (`uplink_mbps` in fleet.json or COCKPIT_SIM_UPLINK_MBPS), None
+    when unlimited; same units as the link rate."""
+    mbps = fleet.get("uplink_mbps") or os.environ.get("COCKPIT_SIM_UPLINK_MBPS")
+    if not mbps or not node_dir:
+        return None
+    speed = float(os.environ.get("COCKPIT_SIM_SPEED", "1") or 1)
+    rate = float(mbps) * 1e6 / 8 * SIM_BYTES_PER_GIB / GIB * speed  # type: ignore[arg-type]
+    return Uplink(Path(node_dir) / "uplink.clock", rate)
+
+
+def pump(source: IO[bytes], sink: IO[bytes], throttle: Throttles, close_sink: bool) -> None:
     try:
         while chunk := source.read1(65536):  # type: ignore[attr-defined]
             throttle.take(len(chunk))
@@ -117,15 +164,19 @@ def main(argv: list[str] | None = None) -> int:
         *command,
     ]
     rate = link_rate(fleet, os.environ.get("COCKPIT_SIM_NODE", ""), peer)
-    if rate is None:
+    uplink = uplink_of(fleet, os.environ.get("COCKPIT_SIM_NODE_DIR", ""))
+    if rate is None and uplink is None:
         os.execv(SSH, argv_ssh)
+    link = (lambda: Throttle(rate)) if rate is not None else (lambda: None)
     proc = subprocess.Popen(argv_ssh, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None
     threading.Thread(
-        target=pump, args=(sys.stdin.buffer, proc.stdin, Throttle(rate), True), daemon=True
+        target=pump,
+        args=(sys.stdin.buffer, proc.stdin, Throttles(link(), uplink), True),
+        daemon=True,
     ).start()
     reader = threading.Thread(
-        target=pump, args=(proc.stdout, sys.stdout.buffer, Throttle(rate), False), daemon=True
+        target=pump, args=(proc.stdout, sys.stdout.buffer, Throttles(link()), False), daemon=True
     )
     reader.start()
     code = proc.wait()
