@@ -237,9 +237,11 @@ async def launch_core(
     collector = FactsCollector(ctx.pool, recipe, ctx.inventory.model_cache_of(cluster))
     yield emit.started("preflight")
     facts = await collector.collect(cluster.nodes)
+    master_port = ctx.inventory.master_port_of(cluster)
     failures = preflight(
-        plan, facts, production_clusters=ctx.production_clusters, will_sync=sync_image
-    )
+        plan, facts, production_clusters=ctx.production_clusters, will_sync=sync_image,
+        master_port=master_port,
+    )  # fmt: skip
     if not failures and any(not f.has_digest for f in facts.values()):
         yield emit.finished("preflight", detail="image missing on some nodes: syncing first")
         try:
@@ -257,7 +259,9 @@ async def launch_core(
             return
         yield emit.started("preflight")
         facts = await collector.collect(cluster.nodes)
-        failures = preflight(plan, facts, production_clusters=ctx.production_clusters)
+        failures = preflight(
+            plan, facts, production_clusters=ctx.production_clusters, master_port=master_port
+        )
     if failures:
         for failure in failures:
             yield emit.notice(str(failure), ",".join(failure.nodes) or None, error=True)

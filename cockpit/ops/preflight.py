@@ -184,21 +184,24 @@ def check_snapshot(plan: LanePlan, facts: Mapping[str, NodeFacts]) -> list[Check
 
 
 def check_port(
-    plan: LanePlan, facts: Mapping[str, NodeFacts], head_node: str
+    plan: LanePlan, facts: Mapping[str, NodeFacts], head_node: str, master_port: int | None
 ) -> list[CheckFailure]:
+    """The head's serve port and rendezvous (master) port must be free."""
     fact = facts.get(head_node)
     if fact is None or not fact.reachable:
         return []
-    if not port_taken(fact.listening, plan.head_addr, plan.serve_port):
-        return []
+    wanted = [("serve_port", plan.serve_port)]
+    wanted += [("master_port", master_port)] if master_port else []
     return [
         CheckFailure(
             "port",
-            f"port {plan.serve_port} is already taken on {head_node} ({plan.head_addr})",
-            f"stop what listens there (`ss -ltnp 'sport = :{plan.serve_port}'` on {head_node}) "
-            "or set another serve_port for the cluster",
+            f"port {port} ({key}) is already taken on {head_node} ({plan.head_addr})",
+            f"stop what listens there (`ss -ltnp 'sport = :{port}'` on {head_node}) "
+            f"or set another {key} for the cluster",
             (head_node,),
         )
+        for key, port in wanted
+        if port_taken(fact.listening, plan.head_addr, port)
     ]
 
 
@@ -228,11 +231,13 @@ def preflight(
     *,
     production_clusters: frozenset[str] = frozenset(),
     will_sync: bool = False,
+    master_port: int | None = None,
     replacing: frozenset[str] = frozenset(),
 ) -> list[CheckFailure]:
     """Every failed check for launching `plan`, given the facts of its nodes.
 
-    `will_sync`: a missing image is not a failure (it will be synced first); `replacing`: lanes
+    `will_sync`: a missing image is not a failure (it will be synced first); `master_port`: the
+    rendezvous port the head binds (checked with the serve port); `replacing`: lanes
     the caller is about to stop (a switch), whose containers and GPU use do not count.
     """
     head = plan.ranks[0].node
@@ -242,6 +247,6 @@ def preflight(
         *check_image(plan, facts, will_sync),
         *check_lanes(plan, facts, production_clusters, replacing),
         *check_snapshot(plan, facts),
-        *([] if replacing else check_port(plan, facts, head)),
+        *([] if replacing else check_port(plan, facts, head, master_port)),
         *check_gpus(facts),
     ]

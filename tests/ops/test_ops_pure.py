@@ -67,8 +67,20 @@ def test_unreachable_node_and_busy_port_and_foreign_gpu_process() -> None:
     facts["dgx1"] = good(
         "dgx1", listening=(("*", PLAN.serve_port),), gpu_apps=(ComputeApp(7, "python3", None),)
     )
-    checks = [f.check for f in preflight(PLAN, facts)]
-    assert checks == ["reachable", "port", "gpu"]
+    failures = preflight(PLAN, facts, master_port=29501)
+    assert [f.check for f in failures] == ["reachable", "port", "gpu"]
+    assert any("(serve_port)" in f.message for f in failures)
+
+
+def test_the_lane_itself_already_running_is_refused() -> None:
+    own = ContainerRow(
+        id="c2", names="cockpit-x-r0", image="x", state="running", status="Up",
+        labels={"cockpit.lane": RECIPE.name, "cockpit.cluster": "2nodes-dac"},
+    )  # fmt: skip
+    facts = {"dgx1": good("dgx1", containers=(own,)), "dgx2": good("dgx2")}
+    (failure,) = preflight(PLAN, facts)
+    assert failure.check == "lane" and "already runs on dgx1" in failure.message
+    assert f"stop --lane {RECIPE.name}" in failure.fix
 
 
 def test_missing_image_is_not_a_failure_when_syncing_first() -> None:
