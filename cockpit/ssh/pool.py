@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 import asyncssh
 
@@ -229,14 +229,8 @@ class SshPool:
         """Run a command to completion. Costs at most connect_timeout + timeout; on timeout the
         remote command is signalled (TERM), its channel closed, and CommandTimeout raised."""
         line = to_shell(command)
-        conn = await self.connection(node)
-        try:
-            # stdin gets EOF after `input` (like `ssh -n`): nothing waits on the cockpit's stdin
-            proc = await conn.create_process(
-                line, input=input or "", encoding="utf-8", errors="replace"
-            )
-        except (asyncssh.Error, OSError) as exc:
-            raise ChannelError(node, f"cannot start {_brief(line)!r}: {exc}") from exc
+        # stdin gets EOF after `input` (like `ssh -n`): nothing waits on the cockpit's stdin
+        proc = await self.process(node, line, input=input or "")
         try:
             async with asyncio.timeout(timeout):
                 done = await proc.wait(check=False)
@@ -253,6 +247,23 @@ class SshPool:
         if done.returncode is None:
             raise ChannelError(node, f"link lost while running {_brief(line)!r}")
         return Result(done.returncode, str(done.stdout or ""), str(done.stderr or ""))
+
+    async def process(self, node: str, line: str, **options: Any) -> asyncssh.SSHClientProcess[str]:
+        """A remote process on the node's connection (text mode). A connection found dead on the
+        way (the node dropped it before we noticed) is replaced once, transparently."""
+        retried = False
+        while True:
+            conn = await self.connection(node)
+            try:
+                return await conn.create_process(
+                    line, encoding="utf-8", errors="replace", **options
+                )
+            except (asyncssh.Error, OSError) as exc:
+                if not retried and conn.is_closed():
+                    retried = True
+                    self._lost(node, conn, exc)
+                    continue
+                raise ChannelError(node, f"cannot start {_brief(line)!r}: {exc}") from exc
 
     async def run_each(
         self,

@@ -25,17 +25,20 @@ if TYPE_CHECKING:
 
 _SUPERVISOR = """\
 set -m
+trap 'for j in $(jobs -p); do kill -TERM -- "-$j"; done 2>/dev/null; wait; exit 143' \
+  TERM HUP INT PIPE
 bash -c "$1" </dev/null &
 child=$!
 { while read -r _; do :; done; kill -TERM -- -$child; } >/dev/null 2>&1 &
 watchdog=$!
-trap 'kill -TERM -- -$child -$watchdog 2>/dev/null; wait; exit 143' TERM HUP INT PIPE
 wait "$child"
 status=$?
 kill -- -$watchdog 2>/dev/null
 wait
 exit "$status"
 """
+"""The trap is set before anything starts, and kills every job's process group (`jobs -p`), so a
+signal arriving while the jobs are still being started leaves nothing behind."""
 
 STDERR_TAIL_LINES = 20
 
@@ -86,13 +89,7 @@ class LineStream:
         """Open the channel now (iterating opens it lazily otherwise)."""
         if self._proc is not None or self._closed:
             return
-        conn = await self._pool.connection(self.node)
-        try:
-            self._proc = await conn.create_process(
-                supervised(self.command), encoding="utf-8", errors="replace"
-            )
-        except (asyncssh.Error, OSError) as exc:
-            raise ChannelError(self.node, f"cannot start stream: {exc}") from exc
+        self._proc = await self._pool.process(self.node, supervised(self.command))
         self._drain = asyncio.create_task(self._keep_stderr_tail(self._proc))
 
     async def __anext__(self) -> str:

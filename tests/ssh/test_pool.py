@@ -75,7 +75,7 @@ async def _pid_alive(pool: SshPool, node: str, pid: str) -> bool:
     return (await pool.run(node, probe, timeout=5)).ok
 
 
-async def _wait_gone(pool: SshPool, node: str, pid: str, within: float = 3.0) -> bool:
+async def _wait_gone(pool: SshPool, node: str, pid: str, within: float = 6.0) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         if not await _pid_alive(pool, node, pid):

@@ -1,0 +1,79 @@
+"""`cockpit status` and its poller against the simulated fleet over SSH."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+
+import pytest
+
+from cockpit.sim.fleet import SimFleet
+from cockpit.ssh import Backoff
+from cockpit.status import FleetPoller, Health, Pace, fleet_status
+from tests.cli_runner import run_cockpit
+from tests.ssh.test_fleet_backend import fleet_pool
+
+FAST = Pace(gpu_ms=200, slow_s=0.5, images_every=4)
+
+
+def test_cli_shows_every_node_healthy_with_its_images(sim_fleet: SimFleet) -> None:
+    done = run_cockpit("--inventory", sim_fleet.inventory_dir, "status", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    status = json.loads(done.stdout)
+    nodes = {n["node"]: n for n in status["nodes"]}
+    assert list(nodes) == [f"dgx{i}" for i in range(1, 9)]
+    assert {n["health"] for n in nodes.values()} == {"ok"}
+    assert all(n["gpu_name"] == "NVIDIA GB10" for n in nodes.values())
+    assert all(n["memory"]["source"] == "meminfo" for n in nodes.values())
+    spark = next(i for i in status["images"] if "sparkring" in i["ref"])
+    assert spark["presence"] == {f"dgx{i}": "digest" if i > 4 else "absent" for i in range(1, 9)}
+
+
+def test_cli_table_names_the_unreachable_node(fleet_factory: Callable[..., SimFleet]) -> None:
+    fleet = fleet_factory(8)
+    fleet.stop_node("dgx3")
+    started = time.monotonic()
+    done = run_cockpit("--inventory", fleet.inventory_dir, "status")
+    assert time.monotonic() - started < 20
+    assert done.returncode == 1
+    assert "dgx3: unreachable" in done.stdout and "connection refused" in done.stdout
+    assert done.stdout.count(" ok ") == 7
+
+
+@pytest.mark.parametrize("server", ["asyncssh", pytest.param("openssh", marks=pytest.mark.sshd)])
+async def test_poller_marks_a_dead_node_down_and_recovers(
+    server: str, fleet_factory: Callable[..., SimFleet]
+) -> None:
+    fleet = fleet_factory(2, server=server)
+
+    def status():  # type: ignore[no-untyped-def]
+        return {
+            r.node: r for r in fleet_status(poller.links(), poller.facts(), [], time.time()).rows
+        }
+
+    async with (
+        fleet_pool(fleet, 1.0, backoff=Backoff(0.2, 0.5)) as pool,
+        FleetPoller(pool, ["dgx1", "dgx2"], FAST) as poller,
+    ):
+        await poller.wait_first_round(15)
+        assert {r.health for r in status().values()} == {Health.OK}
+        samples = poller.facts()["dgx1"].gpu_samples
+        fleet.stop_node("dgx2")
+        stopped = time.monotonic()
+        while status()["dgx2"].health is not Health.DOWN:
+            assert time.monotonic() - stopped < 2.0, status()["dgx2"]
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(1.0)
+        assert status()["dgx1"].health is Health.OK
+        assert poller.facts()["dgx1"].gpu_samples > samples
+        fleet.start_node("dgx2")
+        restarted = time.monotonic()
+        while status()["dgx2"].health is not Health.OK:
+            assert time.monotonic() - restarted < 10.0, status()["dgx2"]
+            await asyncio.sleep(0.1)
+    deadline = time.monotonic() + 5
+    while fleet.leftover_processes() and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert fleet.leftover_processes() == []
