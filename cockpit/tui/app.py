@@ -57,7 +57,10 @@ class CockpitApp(App[None]):
         wanted = settings.theme if settings.theme in self.available_themes else DEFAULT_THEME
         self.theme = wanted if wanted in self.available_themes else "textual-dark"
         self._bad_keymap = sorted(set(settings.keymap) - {b.id for b in MAIN_BINDINGS if b.id})
-        self.set_keymap({k: v for k, v in settings.keymap.items() if k not in self._bad_keymap})
+        self.keymap_overrides = {
+            k: v for k, v in settings.keymap.items() if k not in self._bad_keymap
+        }
+        self.set_keymap(self.keymap_overrides)
 
     def on_mount(self) -> None:
         self.push_screen(MainScreen())

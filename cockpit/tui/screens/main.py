@@ -170,8 +170,21 @@ class MainScreen(Screen[None]):
             return
         events = getattr(ops, name)(LaneTarget(lane.lane, lane.cluster))
         self.run_worker(
-            self._run(events), group="ops", name=f"{name} {lane.key}", exit_on_error=False
+            self._guarded(name, lane, events),
+            group="ops",
+            name=f"{name} {lane.key}",
+            exit_on_error=False,
         )
+
+    async def _guarded(self, name: str, lane: LaneView, events: AsyncIterator[OpEvent]) -> None:
+        """An operation that raises ends as a failed one, shown, never silently."""
+        try:
+            await self._run(events)
+        except Exception as exc:  # the operation's bug or I/O error: show it, keep the app
+            summary = f"{type(exc).__name__}: {exc}"
+            failed = Finished.failed(name, summary, lane=lane.lane, cluster=lane.cluster)
+            self.app.post_message(Facts([failed]))
+            self.notify(f"{name} failed: {summary}", severity="error", timeout=10)
 
     async def _run(self, events: AsyncIterator[OpEvent]) -> None:
         """Plan → confirmation → the events into the store; cancel throws into the operation."""
@@ -301,17 +314,21 @@ class MainScreen(Screen[None]):
         self.app.exit()
 
     def key_rows(self) -> list[tuple[str, str, str]]:
-        """(key, description, note) for every binding of this screen, as the keymap set them."""
+        """(keys, description, note) for every binding of this screen, keymap overrides applied."""
+        overrides = self.cockpit.keymap_overrides
         rows = []
-        for key, active in self.active_bindings.items():
-            binding = active.binding
-            if active.node is not self:
-                continue
+        for binding in MAIN_BINDINGS:
+            keys = overrides.get(binding.id or "", binding.key).split(",")
+            shown = ", ".join(
+                self.app.get_key_display(replace(binding, key=key.strip(), key_display=None))
+                if binding.id in overrides or not binding.key_display
+                else binding.key_display
+                for key in keys
+            )
             note = (
                 "disabled (read-only)"
                 if self.cockpit.readonly and binding.action in NODE_CHANGING
                 else ""
             )
-            shown = binding.key_display or self.app.get_key_display(binding)
-            rows.append((shown or key, binding.tooltip or binding.description, note))
+            rows.append((shown, binding.tooltip or binding.description, note))
         return rows

@@ -12,6 +12,11 @@ from cockpit.tui.widgets.palette import palette_of
 from cockpit.tui.widgets.pane import Pane, ViewContext
 
 COLUMNS = ("lane", "cluster", "state", "endpoint", "image", "last bench")
+STATE_WIDTH = 34  # a failure reason is cut here; enter shows it whole
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 class LanesPane(Pane):
@@ -53,9 +58,10 @@ class LanesPane(Pane):
         colours = palette_of(self.app)
         table = self.table
         cursor = table.cursor_row
-        table.clear()
+        table.clear(columns=True)  # columns re-fit their content (a long failure is gone later)
+        table.add_columns(*COLUMNS)
         for lane in snap.lanes:
-            state = Text(lane.state_text, style=colours.phase(lane.phase.value))
+            state = Text(_clip(lane.state_text, STATE_WIDTH), style=colours.phase(lane.phase.value))
             image = (
                 Text("?", style=colours.muted)
                 if lane.image_ok is None

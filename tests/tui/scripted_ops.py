@@ -1,0 +1,55 @@
+"""A scripted stand-in for the fleet's operations: a plan, timed steps, a rollback on cancel.
+
+It records what ran, so a test can tell "confirmed and ran" from "planned only".
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from cockpit.ops.events import Finished, OpEvent, Planned, Progress, StepFinished, StepStarted
+from cockpit.tui.operations import LaneTarget
+
+
+@dataclass
+class ScriptedOperations:
+    step_s: float = 0.05
+    steps: int = 3
+    started: list[tuple[str, str]] = field(default_factory=list)  # (op, lane) that passed the plan
+    rolled_back: list[str] = field(default_factory=list)
+
+    async def _op(self, op: str, target: LaneTarget) -> AsyncIterator[OpEvent]:
+        where = {"lane": target.lane, "cluster": target.cluster}
+        kw = {"op": op, **where}
+        names = tuple(f"step {i + 1}" for i in range(self.steps))
+        yield Planned(steps=names, summary=f"{op} {target.lane} on {target.cluster}", **kw)
+        self.started.append((op, target.lane))
+        try:
+            for i, name in enumerate(names):
+                yield StepStarted(step=name, node="dgx1", **kw)
+                yield Progress(step=name, done=i + 1, total=self.steps, **kw)
+                await asyncio.sleep(self.step_s)
+                yield StepFinished(step=name, **kw)
+        except asyncio.CancelledError:
+            self.rolled_back.append(op)
+            yield StepStarted(step="rollback", **kw)
+            yield Finished.failed(op, "cancelled: rolled back", **where)
+            return
+        yield Finished.done(op, f"{op} done", **where)
+
+    def launch(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
+        return self._op("launch", target)
+
+    def stop(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
+        return self._op("stop", target)
+
+    def sync(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
+        return self._op("sync", target)
+
+    def switch(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
+        return self._op("switch", target)
+
+    def bench(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
+        return self._op("bench", target)

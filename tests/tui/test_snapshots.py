@@ -1,0 +1,50 @@
+"""The main screen pinned per theme at 80×24 and 160×48, from the recorded scene (no live fleet).
+
+Update after an intended change: `pytest tests/tui/test_snapshots.py --snapshot-update`, then look
+at the SVGs in `__snapshots__/` before committing them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from textual.pilot import Pilot
+
+from cockpit.tui.app import CockpitApp
+
+THEMES = ("cockpit-dark", "cockpit-light", "cockpit-high-contrast")
+SIZES = ((80, 24), (160, 48))
+
+
+async def settle(pilot: Pilot) -> None:
+    await pilot.pause(0.2)
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause(0.1)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("theme", THEMES)
+def test_main_screen(
+    snap_compare: Callable[..., bool],
+    make_app: Callable[..., CockpitApp],
+    theme: str,
+    size: tuple[int, int],
+) -> None:
+    assert snap_compare(make_app(theme=theme), terminal_size=size, run_before=settle)
+
+
+def test_confirmation_shows_the_plan(
+    snap_compare: Callable[..., bool], make_app: Callable[..., CockpitApp]
+) -> None:
+    from tests.tui.scripted_ops import ScriptedOperations
+
+    app = make_app(operations=ScriptedOperations())
+    assert snap_compare(app, press=["l"], terminal_size=(100, 30), run_before=settle)
+
+
+def test_help_screen_lists_the_keys(
+    snap_compare: Callable[..., bool], make_app: Callable[..., CockpitApp]
+) -> None:
+    assert snap_compare(make_app(readonly=True), press=["question_mark"], terminal_size=(100, 30),
+                        run_before=settle)  # fmt: skip
