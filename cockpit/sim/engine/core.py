@@ -2,11 +2,15 @@
 
 One step = `scheduler.step(start)`, sleep until the engine clock reaches the step's end, then hand
 the step's tokens to the requests' queues. Back-to-back steps start where the previous one ended
-(the clock is absolute, so Python's own overhead is absorbed instead of added, up to 50 ms of
-wall time of lag). Engine time runs `speed` times faster than wall time: every figure the engine
-reports (log throughputs, /metrics latencies) is in engine seconds, while a client timing the
-stream with its own clock measures `speed` × the rates (bench code divides by the speed that
-`/v1/sparkring/status/view` and the `X-Sparkring-Sim-Speed` header expose).
+(the clock is absolute, so Python's per-step overhead is absorbed instead of added); the first
+step after requests arrive is dated from their receipt, which hides the server's own parsing.
+
+Engine time runs `speed` times faster than wall time: every figure the engine reports (log
+throughputs, /metrics latencies) is in engine seconds, while a client timing the stream with its
+own clock measures `speed` × the rates (bench code divides by the speed that
+`/v1/sparkring/status/view` and the `X-Sparkring-Sim-Speed` header expose). Client-side wall
+costs are multiplied too (a 50 ms skew between two requests is 1 s of engine time at speed 20):
+keep long-context benches at speeds of about 20 or less.
 """
 
 from __future__ import annotations
@@ -20,6 +24,10 @@ from cockpit.sim.engine.metrics import EngineMetrics
 from cockpit.sim.engine.scheduler import Request, Scheduler
 from cockpit.sim.engine.stats import StatsLog
 
+STEP_SLACK_WALL_S = 0.005
+"""Lag a step may start with behind the wall clock (Python's per-step overhead is absorbed)."""
+ARRIVAL_SLACK_WALL_S = 0.05
+"""How far back a request's receipt may date the step that first schedules it."""
 GATHER_WALL_S = 0.02
 """After idling, wait this long (wall) before the first step so requests sent together (a c2 pair,
 still being parsed and tokenised by this single-threaded server) land in the same step, as they do
@@ -47,8 +55,9 @@ class EngineCore:
         self.started = time.monotonic()
         self.steps = 0
         self._clock = 0.0
-        self._last_arrival = 0.0
-        self._slack = 0.05 * speed
+        self._slack = STEP_SLACK_WALL_S * speed
+        self._arrival_slack = ARRIVAL_SLACK_WALL_S * speed
+        self._new_arrival: float | None = None
         self._queues: dict[str, asyncio.Queue[Output]] = {}
         self._last_output: dict[str, float] = {}
         self._wake = asyncio.Event()
@@ -65,8 +74,10 @@ class EngineCore:
         the speed would otherwise blow up into engine seconds) inside the engine's clock slack.
         """
         now = self.now()
-        arrival = now if received is None else max(min(received, now), now - self._slack)
-        request.arrival = self._last_arrival = arrival
+        arrival = now if received is None else max(min(received, now), now - self._arrival_slack)
+        request.arrival = arrival
+        if self._new_arrival is None or arrival < self._new_arrival:
+            self._new_arrival = arrival
         queue: asyncio.Queue[Output] = asyncio.Queue()
         self._queues[request.request_id] = queue
         self.scheduler.add(request)
@@ -89,7 +100,11 @@ class EngineCore:
                 await self._wake.wait()
                 await asyncio.sleep(GATHER_WALL_S)
                 continue
-            start = max(self._clock, self.now() - self._slack, self._last_arrival)
+            floor = self.now() - self._slack
+            if self._new_arrival is not None:
+                floor = min(floor, self._new_arrival)
+                self._new_arrival = None
+            start = max(self._clock, floor)
             result = self.scheduler.step(start)
             if result.duration <= 0:
                 self._wake.clear()
