@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import re
 import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from subprocess import CompletedProcess
 
 import httpx
 import pytest
@@ -24,7 +28,6 @@ from cockpit.telemetry.boot import BootPhase
 
 QWEN = "qwen3-0.6b-2x"
 PINNED = "qwen3-0.6b-2x-pinned"
-FLASH4 = "mimo26-flash-mopd-4x-sparkring"
 SPEED = 200.0
 BOOT_TIMEOUT = 60.0
 
@@ -233,19 +236,21 @@ async def test_sync_restores_the_digest_so_a_launch_by_digest_works(cockpit: Coc
 
 async def test_peer_failure_mid_sync_leaves_the_others_synced(cockpit: Cockpit) -> None:
     fleet = cockpit.fleet
-    recipe = cockpit.recipe(FLASH4)  # its image sits on dgx5-8 only (seed §2)
+    recipe = cockpit.recipe(QWEN)
+    image = next(i for i in fleet.images("dgx3") if i.get("SimRepo") == recipe.image.repository)
+    fleet.remove_image("dgx3", image["Id"])
     broken = fleet.node_dir("dgx1") / "images.json"
     broken.unlink()
     broken.mkdir()  # dgx1's docker cannot record images any more: every load there fails
     events = await run(sync_image(cockpit.ctx, recipe, "4nodes-switch"))
     end = finished(events)
-    assert end.exit_code == 1 and "failed: dgx1" in end.summary, [
-        (type(e).__name__, getattr(e, "node", None), getattr(e, "message", "")) for e in events
-    ]
+    planned = events[0]
+    assert isinstance(planned, Planned) and "dgx2 → dgx1 → dgx3" in planned.summary
+    assert end.exit_code == 1 and end.summary.endswith("failed: dgx1"), end.summary
     notices = [e.message for e in events if isinstance(e, Notice) and e.node == "dgx1"]
     assert any("retrying" in m for m in notices), notices
-    synced = [d for i in fleet.images("dgx2") for d in i["RepoDigests"]]
-    assert any(recipe.image.repository in d for d in synced), end.summary
+    synced = next(i for i in fleet.images("dgx3") if i["Id"] == image["Id"])
+    assert synced["RepoDigests"] == image["RepoDigests"]
 
 
 async def test_switch_replaces_one_lane_with_another(cockpit: Cockpit) -> None:
@@ -298,3 +303,33 @@ async def test_two_concurrent_launches_one_wins(cockpit: Cockpit, state_dir: Pat
         await rival.pool.close()
     codes = sorted(finished(e).exit_code for e in ends)
     assert codes == [0, 2], [finished(e).summary for e in ends]
+
+
+def cockpit_cli(fleet: SimFleet, state: Path, *args: str, stdin: str = "") -> CompletedProcess[str]:
+    """The real `cockpit` command on the fleet's inventory, as an operator runs it."""
+    env = {**os.environ, "COLUMNS": "160", "COCKPIT_STATE_DIR": str(state)}
+    return subprocess.run(
+        [sys.executable, "-m", "cockpit", "--inventory", str(fleet.inventory_dir), *args],
+        capture_output=True, text=True, env=env, input=stdin, timeout=120, check=False,
+    )  # fmt: skip
+
+
+def test_cli_dry_run_prints_the_plan_and_changes_nothing(fleet: SimFleet, state_dir: Path) -> None:
+    done = cockpit_cli(fleet, state_dir, "launch", "-r", QWEN, "-c", "2nodes-dac", "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert "rank 1 on dgx2: docker run -d --name cockpit-qwen3-0.6b-2x-r1" in done.stdout
+    assert "done: dry run" in done.stdout
+    assert containers(fleet, "dgx1") == [] and containers(fleet, "dgx2") == []
+
+
+def test_cli_exit_codes_launch_switch_unconfirmed_stop(fleet: SimFleet, state_dir: Path) -> None:
+    up = cockpit_cli(fleet, state_dir, "launch", "-r", QWEN, "-c", "2nodes-dac",
+                     "--boot-timeout", str(BOOT_TIMEOUT))  # fmt: skip
+    assert up.returncode == 0, up.stdout + up.stderr
+    assert "done: qwen3-0.6b-2x ready at http://127.0.0.11:" in up.stdout
+    declined = cockpit_cli(fleet, state_dir, "switch", "-r", PINNED, "-c", "2nodes-dac",
+                           stdin="n\n")  # fmt: skip
+    assert declined.returncode == 2 and "not confirmed" in declined.stdout
+    assert "stop qwen3-0.6b-2x on dgx1, dgx2" in declined.stdout
+    down = cockpit_cli(fleet, state_dir, "stop", "--lane", QWEN)
+    assert down.returncode == 0 and "stopped qwen3-0.6b-2x" in down.stdout

@@ -82,4 +82,5 @@ def test_llama_benchy_runs_against_a_simulated_lane(
         engine, pp=256, tg=32, depth=0, concurrency=1, prefix_caching=True,
         latency=measure_latency(engine), runs=1,
     ).tg_tps  # fmt: skip
+    print(f"llama-benchy tg32 c1 / speed: {measured:.1f} t/s, virtual bench: {expected:.1f} t/s")
     assert abs(measured / expected - 1) < 0.35, (measured, expected)

@@ -111,7 +111,17 @@ async def test_forward_reaches_a_port_seen_from_the_node(
         writer.close()
 
 
-@pytest.mark.parametrize("server", ["asyncssh", pytest.param("openssh", marks=pytest.mark.sshd)])
+OPENSSH_STOP = [
+    pytest.mark.sshd,
+    pytest.mark.xfail(
+        strict=True,
+        reason="sim fleet: stop_node on OpenSSH kills only the listener; the per-connection "
+        "sshd processes (setsid) keep serving, so the node never looks down",
+    ),
+]
+
+
+@pytest.mark.parametrize("server", ["asyncssh", pytest.param("openssh", marks=OPENSSH_STOP)])
 async def test_node_down_then_back(server: str, fleet_factory: Callable[..., SimFleet]) -> None:
     fleet = fleet_factory(2, server=server)
     async with fleet_pool(fleet, 2.0, backoff=Backoff(base=0.2, cap=0.5)) as pool:
@@ -119,10 +129,9 @@ async def test_node_down_then_back(server: str, fleet_factory: Callable[..., Sim
         fleet.stop_node("dgx2")
         started = time.monotonic()
         with pytest.raises(NodeUnreachable):
-            for _ in range(50):  # the drop may be noticed by the next command, not this one
+            while time.monotonic() - started < 3.0:  # the drop may be noticed a command later
                 await pool.run("dgx2", "true", timeout=2)
                 await asyncio.sleep(0.05)
-        assert time.monotonic() - started < 3.0
         assert pool.state("dgx2").link is Link.UNREACHABLE
         assert (await pool.run("dgx1", "echo alive")).stdout == "alive\n"
         fleet.start_node("dgx2")

@@ -42,7 +42,17 @@ def test_cli_table_names_the_unreachable_node(fleet_factory: Callable[..., SimFl
     assert done.stdout.count(" ok ") == 7
 
 
-@pytest.mark.parametrize("server", ["asyncssh", pytest.param("openssh", marks=pytest.mark.sshd)])
+OPENSSH_STOP = [
+    pytest.mark.sshd,
+    pytest.mark.xfail(
+        strict=True,
+        reason="sim fleet: stop_node on OpenSSH kills only the listener; the per-connection "
+        "sshd processes (setsid) keep serving, so the node never looks down",
+    ),
+]
+
+
+@pytest.mark.parametrize("server", ["asyncssh", pytest.param("openssh", marks=OPENSSH_STOP)])
 async def test_poller_marks_a_dead_node_down_and_recovers(
     server: str, fleet_factory: Callable[..., SimFleet]
 ) -> None:
