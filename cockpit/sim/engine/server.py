@@ -204,14 +204,12 @@ class _Handlers:
         try:
             if body.get("stream"):
                 return await self._stream(request, body, queue, reply)
-            produced = reason = None
-            count = 0
+            count, reason = 0, None
             while reason is None:
                 out = await queue.get()
                 count += out.count
                 reason = out.finish_reason
-            produced = text.pseudo_text(seed, 0, count)
-            return web.json_response(reply.full(produced, count, reason))
+            return web.json_response(reply.full(text.pseudo_text(seed, 0, count), count, reason))
         finally:
             if req.finish_reason is None:
                 ctx.core.abort(rid)
@@ -306,7 +304,7 @@ class _Reply:
             "completion_tokens": completion,
         }
 
-    def full(self, produced: str, completion: int, reason: str | None) -> dict[str, Any]:
+    def full(self, produced: str, completion: int, reason: str) -> dict[str, Any]:
         if self.chat:
             choice: dict[str, Any] = {
                 "index": 0,
