@@ -83,6 +83,8 @@ def _health(
         down = _age(link.down_since, now)
         since = f" ({down:.0f} s)" if down is not None and down >= 1 else ""
         return Health.DOWN, f"unreachable{since}: {link.error}"
+    if age is None and facts.probe_error:
+        return Health.STALE, f"no data: {facts.probe_error}"
     if link.link is not Link.CONNECTED or age is None:
         return Health.CONNECTING, "connecting"
     if age > stale_after:

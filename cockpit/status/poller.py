@@ -74,7 +74,10 @@ class FleetPoller:
     def _first_round_done(self) -> bool:
         links = self.links()
         return all(
-            self._facts[n].complete or links[n].link is Link.UNREACHABLE for n in self._nodes
+            self._facts[n].complete
+            or self._facts[n].probe_error is not None
+            or links[n].link is Link.UNREACHABLE
+            for n in self._nodes
         )
 
     async def _follow(self, node: str) -> None:
@@ -91,7 +94,7 @@ class FleetPoller:
                         if frame is not None:
                             self._facts[node] = self._facts[node].with_frame(frame, self._clock())
                             self._changed.set()
-                    tail = " / ".join(t for t in lines.stderr_tail if t)
+                    tail = next((t for t in reversed(lines.stderr_tail) if t.strip()), "")
                     if lines.exit_status is None:
                         problem = self._pool.state(node).error or "link lost"
                     else:

@@ -52,6 +52,13 @@ def test_unreachable_and_stale_and_connecting() -> None:
     assert rows["dgx3"].health is Health.CONNECTING and rows["dgx3"].memory is None
 
 
+def test_a_probe_that_keeps_dying_is_not_shown_as_connecting() -> None:
+    facts = NodeFacts(probe_error="probe ended (exit 127): bash: nvidia-smi: command not found")
+    (row,) = fleet_status({"dgx1": UP}, {"dgx1": facts}, [], NOW).rows
+    assert row.health is Health.STALE
+    assert row.detail == "no data: probe ended (exit 127): bash: nvidia-smi: command not found"
+
+
 def test_image_presence_by_digest_id_only_absent_unknown() -> None:
     loaded = INSPECT.replace('["vllm/vllm-openai@sha256:3f2a9c41d7e85b06aa"]', "[]")
     links = {n: UP for n in ["a", "b", "c", "d"]}
