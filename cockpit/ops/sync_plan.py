@@ -7,6 +7,10 @@ not one per peer. width 1 is a pure chain (time ≈ one transfer + one hop laten
 width = number of peers is the classic parallel star (the source's uplink shared K ways).
 See `benchmarks/sync_fanout.py` for the measured difference.
 
+OpenSSH puts its stdio in non-blocking mode, which would make `tee` and `dd` sharing those file
+descriptions fail with EAGAIN mid-stream: every background ssh gets its own stdout (/dev/null)
+and its own stderr pipe (a `cat` that writes blocking).
+
 Each hop reports on stderr (which ssh carries back up the chain to the cockpit):
   `@@dd NODE <dd status=progress line>`   bytes received so far,
   `@@load NODE <exit status>`              `docker load` finished,
@@ -32,7 +36,7 @@ if [ -n "$rest" ]; then
   mkfifo -- "$tmp/down" || exit 1
   next=${rest%%,*}; after=${rest#"$next"}; after=${after#,}
   hop=$(printf '%q ' bash -c "$S" cockpit-hop "$S" "$ref" "$next" "$after")
-  ssh -o BatchMode=yes "$next" "$hop" < "$tmp/down" &
+  ssh -o BatchMode=yes "$next" "$hop" < "$tmp/down" > /dev/null 2> >(cat >&2) &
   down=$!
   tee -p -- "$tmp/down"
 else
@@ -54,7 +58,7 @@ for chain in "$@"; do
   i=$((i+1)); f=$tmp/$i; mkfifo -- "$f" || exit 1; fifos+=("$f")
   first=${chain%%,*}; rest=${chain#"$first"}; rest=${rest#,}
   hop=$(printf '%q ' bash -c "$S" cockpit-hop "$S" "$ref" "$first" "$rest")
-  ssh -o BatchMode=yes "$first" "$hop" < "$f" &
+  ssh -o BatchMode=yes "$first" "$hop" < "$f" > /dev/null 2> >(cat >&2) &
   pids+=($!)
 done
 docker save -- "$ref" | tee -p -- "${fifos[@]}" >/dev/null

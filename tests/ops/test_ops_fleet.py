@@ -223,12 +223,19 @@ async def test_sync_restores_the_digest_so_a_launch_by_digest_works(cockpit: Coc
     recipe = cockpit.recipe(QWEN)
     image = next(i for i in fleet.images("dgx1") if i.get("SimRepo") == recipe.image.repository)
     fleet.remove_image("dgx2", image["Id"])
+    fleet.remove_image("dgx3", image["Id"])
+    fleet.add_image("dgx4", {**image, "RepoDigests": []})  # loaded from a tar: id, no digest
     refused = finished(await run(launch(cockpit.ctx, recipe, "2nodes-dac")))
     assert refused.exit_code == 2 and "not present by digest on dgx2" in refused.summary
-    synced = finished(await run(sync_image(cockpit.ctx, recipe, "2nodes-dac")))
-    assert synced.ok, synced.summary
-    after = next(i for i in fleet.images("dgx2") if i["Id"] == image["Id"])
-    assert after["RepoDigests"] == image["RepoDigests"]
+    events = await run(sync_image(cockpit.ctx, recipe, "4nodes-switch"))
+    assert finished(events).ok, finished(events).summary
+    planned = events[0]
+    assert isinstance(planned, Planned)
+    assert planned.summary == "transfer dgx1 → dgx2 → dgx3, re-attach digest on dgx4"
+    assert not [e for e in events if isinstance(e, Notice)]  # no hop failed, nothing retried
+    for node in ("dgx2", "dgx3", "dgx4"):
+        after = next(i for i in fleet.images(node) if i["Id"] == image["Id"])
+        assert after["RepoDigests"] == image["RepoDigests"], node
     end = finished(await run(launch(cockpit.ctx, recipe, "2nodes-dac",
                                     boot_timeout_s=BOOT_TIMEOUT)))  # fmt: skip
     assert end.ok, end.summary
