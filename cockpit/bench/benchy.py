@@ -62,6 +62,7 @@ class BenchyConfig:
     points: tuple[PointSpec, ...]
     tokenizer_dir: Path
     runs: int = 3
+    warmup: bool = True
     time_scale: float = 1.0
     hang_timeout_s: float = 300.0
     metrics_interval_s: float = 5.0
@@ -92,6 +93,8 @@ def benchy_argv(
         "--format", "json",
         "--emit-progress", "-",
     ]  # fmt: skip
+    if not cfg.warmup:
+        argv.append("--no-warmup")
     if first.cold:
         argv.append("--no-cache")
     elif any(p.depth > 0 for p in points):

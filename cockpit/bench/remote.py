@@ -27,6 +27,7 @@ def remote_argv(
     scale: float,
     points: Sequence[PointSpec],
     runs: int,
+    warmup: bool,
     driver: str,
     hang_timeout_s: float,
     lane: str,
@@ -54,6 +55,8 @@ def remote_argv(
     ]  # fmt: skip
     if first.cold:
         argv.append("--cold")
+    if not warmup:
+        argv.append("--no-warmup")
     return argv
 
 

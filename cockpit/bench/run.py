@@ -62,6 +62,7 @@ class BenchRequest:
     tokenizer_dir: Path
     reports_dir: Path = Path("reports")
     runs: int = 3
+    warmup: bool = True  # one unrecorded run per point first (llama-benchy's default)
     driver: str = "builtin"
     quality: bool = False
     model: str | None = None
@@ -93,6 +94,7 @@ def make_driver(req: BenchRequest, model: str, scale: float) -> BuiltinDriver | 
                 points=req.points,
                 tokenizer_dir=req.tokenizer_dir,
                 runs=req.runs,
+                warmup=req.warmup,
                 time_scale=scale,
                 hang_timeout_s=req.hang_timeout_s,
                 metrics_interval_s=req.metrics_interval_s,
@@ -108,6 +110,7 @@ def make_driver(req: BenchRequest, model: str, scale: float) -> BuiltinDriver | 
             points=req.points,
             tokenizer_dir=req.tokenizer_dir,
             runs=req.runs,
+            warmup=req.warmup,
             time_scale=scale,
             hang_timeout_s=req.hang_timeout_s,
             metrics_interval_s=req.metrics_interval_s,

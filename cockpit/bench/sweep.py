@@ -90,6 +90,20 @@ class BuiltinDriver:
             watchdog = Watchdog(sampler, cfg.hang_timeout_s)
             sampling = asyncio.create_task(sampler.run())
             try:
+                # llama-benchy's start-up warm-up: the first stream of a fresh client pays for
+                # lazy imports and connection setup, which must not land in a measured run
+                try:
+                    warm = await asyncio.wait_for(
+                        stream_chat(
+                            http, cfg.base_url, cfg.model, "", "Warmup " * 10, 4, 20, self.clock
+                        ),
+                        timeout=cfg.hang_timeout_s,
+                    )
+                    problem = warm.error
+                except TimeoutError:
+                    problem = f"no answer in {cfg.hang_timeout_s:.0f} s (is the engine hung?)"
+                if problem:
+                    yield self._ev(BenchWarning, message=f"warm-up request: {problem}")
                 self._latency = await measure_latency(http, cfg.base_url, self.clock)
                 yield self._ev(LatencyMeasured, latency_s=self._latency)
                 for index, spec in enumerate(cfg.points):

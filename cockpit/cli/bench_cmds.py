@@ -138,6 +138,7 @@ def _print_events_jsonl(req: BenchRequest, model: str, scale: float) -> None:
 @click.option("--tg", default=32, show_default=True)
 @click.option("--runs", default=3, show_default=True)
 @click.option("--cold", is_flag=True, help="Context + prompt as one cold request (old numbers).")
+@click.option("--no-warmup", is_flag=True, help="Skip the unrecorded warm-up run of each point.")
 @click.option("--driver", type=click.Choice(["builtin", "llama-benchy"]), default="builtin")
 @click.option("--quality", is_flag=True, help="Also run tool-eval-bench for the quality score.")
 @click.option("--bench-host", default="local", show_default=True, help="NODE or local.")
@@ -162,6 +163,7 @@ def bench_cmd(
     tg: int,
     runs: int,
     cold: bool,
+    no_warmup: bool,
     driver: str,
     quality: bool,
     bench_host: str,
@@ -199,6 +201,7 @@ def bench_cmd(
         tokenizer_dir=tokenizer or DEFAULT_TOKENIZER,
         reports_dir=reports,
         runs=runs,
+        warmup=not no_warmup,
         driver=driver,
         quality=quality,
         model=model,
@@ -223,7 +226,7 @@ def bench_cmd(
             def source(served: str, scale: float) -> AsyncIterator[OpEvent]:
                 argv = remote_argv(
                     shlex.split(remote_cockpit), req.endpoint, served, scale, points, runs,
-                    driver, hang_timeout, req.lane, req.cluster,
+                    req.warmup, driver, hang_timeout, req.lane, req.cluster,
                 )  # fmt: skip
                 return remote_events(pool, bench_host, argv)
 

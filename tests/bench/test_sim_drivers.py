@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 import pytest
+from click.testing import CliRunner, Result
 
 from cockpit.bench import artifacts, probe
 from cockpit.bench import report as rep
-from cockpit.bench.events import BenchWarning, SweepFinished
+from cockpit.bench.events import BenchWarning, PointStarted, SweepFinished
 from cockpit.bench.models import FlagKind, PointSpec
+from cockpit.bench.remote import remote_argv, remote_events
 from cockpit.bench.run import BenchRequest, bench, default_points
+from cockpit.cli import main
+from cockpit.config import load_inventory
+from cockpit.ops.events import OpEvent
 from cockpit.sim.engine.text import TOKENIZER_DIR
+from cockpit.sim.fleet import SimFleet
+from cockpit.ssh.inventory import pool_for
 from tests.bench.conftest import FLASH_SPEED
 from tests.bench.sim_engine import SMALL, running_engine
-from tests.cli_runner import run_cockpit
 
 LANE = "mimo26-flash-mopd-4x-sparkring"
 
@@ -75,6 +82,12 @@ async def test_llama_benchy_gives_the_same_table(flash_lane: str, tmp_path: Path
     assert "Δ c1" in Path(theirs.with_suffix(".md")).read_text()  # deltas against the baseline
 
 
+def _cockpit(*args: str | Path) -> Result:
+    """The `cockpit` CLI in-process (a subprocess would pay the imports again)."""
+    main._register()
+    return CliRunner().invoke(main.cli, [str(a) for a in args], catch_exceptions=False)
+
+
 def test_cli_bench_then_report_show_and_compare(flash_lane: str, tmp_path: Path) -> None:
     def args(label: str) -> list[str]:
         return [
@@ -96,16 +109,16 @@ def test_cli_bench_then_report_show_and_compare(flash_lane: str, tmp_path: Path)
             str(tmp_path),
         ]
 
-    first = run_cockpit(*args("cli"))
-    assert first.returncode == 0, first.stderr
-    second = run_cockpit(*args("cli-2"))
-    assert second.returncode == 0, second.stderr
-    assert "report" in second.stdout and "tg t/s vs depth" in second.stdout
+    first = _cockpit(*args("cli"))
+    assert first.exit_code == 0, first.output
+    second = _cockpit(*args("cli-2"))
+    assert second.exit_code == 0, second.output
+    assert "report" in second.output and "tg t/s vs depth" in second.output
     a, b = sorted(tmp_path.glob("*.json"))
-    shown = run_cockpit("report", "show", b)
-    assert shown.returncode == 0 and "## Depth" in shown.stdout and "Δ c1" in shown.stdout
-    compared = run_cockpit("report", "compare", a, b)
-    assert compared.returncode == 0 and "| d0 | c1 |" in compared.stdout
+    shown = _cockpit("report", "show", b)
+    assert shown.exit_code == 0 and "## Depth" in shown.output and "Δ c1" in shown.output
+    compared = _cockpit("report", "compare", a, b)
+    assert compared.exit_code == 0 and "| d0 | c1 |" in compared.output
 
 
 async def test_probe_sees_the_engine_flush_on_time(flash_lane: str) -> None:
@@ -148,3 +161,43 @@ async def test_hang_is_detected_recorded_and_survived(tmp_path: Path) -> None:
         assert "stream_chat" in point.hangs[0].forensics
     md = Path(last.report_md).read_text()
     assert "## Hung points (forensics)" in md and "skipped (hung)" in md
+
+
+async def test_bench_host_streams_the_same_events_over_ssh(
+    flash_lane: str, small_fleet: SimFleet, tmp_path: Path
+) -> None:
+    inventory = load_inventory(small_fleet.inventory_dir)
+    node = small_fleet.names[0]
+    req = _request(
+        flash_lane,
+        tmp_path,
+        "remote",
+        points=(PointSpec(0, 1, 2048, 32),),
+        runs=1,
+        client_host=node,
+    )
+    async with pool_for(inventory) as pool:
+
+        def source(model: str, scale: float) -> AsyncIterator[OpEvent]:
+            argv = remote_argv(
+                [sys.executable, "-m", "cockpit"],
+                flash_lane,
+                model,
+                scale,
+                req.points,
+                1,
+                False,
+                "builtin",
+                60.0,
+                req.lane,
+                req.cluster,
+            )
+            return remote_events(pool, node, argv)
+
+        events = [e async for e in bench(req, source=source)]
+    assert any(isinstance(e, PointStarted) for e in events)
+    last = events[-1]
+    assert isinstance(last, SweepFinished) and last.ok
+    report = artifacts.load_report(Path(last.report_json))
+    assert report.environment.client_host == node and "on " + node in report.environment.driver
+    assert report.points[0].tg and report.environment.latency_ms > 0
