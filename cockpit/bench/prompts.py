@@ -44,12 +44,21 @@ def load_tokenizer(directory: Path) -> Tokenizer:
     return Tokenizer.from_file(str(path))
 
 
+@cache
+def _book_tokens(tokenizer_json: str) -> tuple[int, ...]:
+    """The book's token ids, once per tokenizer file (encoding 400K characters takes a second)."""
+    return tuple(
+        Tokenizer.from_file(tokenizer_json).encode(book_text(), add_special_tokens=False).ids
+    )
+
+
 class PromptMaker:
     """Cuts (context, prompt) pairs of exact token sizes from the book."""
 
-    def __init__(self, tokenizer: Tokenizer, seed: int | None = None) -> None:
-        self._tokenizer = tokenizer
-        self._tokens = tokenizer.encode(book_text(), add_special_tokens=False).ids
+    def __init__(self, directory: Path, seed: int | None = None) -> None:
+        self._tokenizer = load_tokenizer(directory)
+        path = directory if directory.is_file() else directory / "tokenizer.json"
+        self._tokens = list(_book_tokens(str(path.resolve())))
         self._rng = random.Random(seed)
 
     def count(self, text: str) -> int:

@@ -40,7 +40,7 @@ from cockpit.bench.models import (
     PointResult,
     PointSpec,
 )
-from cockpit.bench.prompts import PromptMaker, load_tokenizer
+from cockpit.bench.prompts import PromptMaker
 from cockpit.bench.watch import MetricsSampler, Watchdog
 from cockpit.ops.events import OpEvent, Planned
 
@@ -72,7 +72,7 @@ class BuiltinDriver:
         self.cfg = cfg
         self.lane, self.cluster = lane, cluster
         self.clock = Clock(cfg.time_scale)
-        self._maker = PromptMaker(load_tokenizer(cfg.tokenizer_dir), seed=cfg.seed)
+        self._maker = PromptMaker(cfg.tokenizer_dir, seed=cfg.seed)
         self._tasks: set[asyncio.Task[RequestTiming]] = set()
         self._latency = 0.0
 
