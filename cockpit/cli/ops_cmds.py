@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from cockpit.config import load_inventory
 from cockpit.ops import OpContext, launch, stop, switch, sync_image
@@ -38,7 +38,7 @@ class EventPrinter:
             TextColumn("{task.fields[node]:>8} {task.description}"),
             BarColumn(),
             TextColumn("{task.fields[info]}"),
-            TimeRemainingColumn(),
+            TimeElapsedColumn(),
             console=out,
             transient=False,
         )
@@ -64,6 +64,8 @@ class EventPrinter:
             case ev.Progress(step=step, node=node):
                 task = self._bar(step, node)
                 info = event.message or _bytes_info(event)
+                if event.eta_s is not None:
+                    info += f" (~{_duration(event.eta_s)} left)"
                 self.bars.update(task, completed=event.done, total=event.total, info=escape(info))
             case ev.StepFinished(step=step, node=node, ok=ok, detail=detail):
                 if step.startswith("boot/"):
@@ -93,6 +95,11 @@ class EventPrinter:
                 word = "done" if ok else ("refused" if code == 2 else "failed")
                 self.out.print(f"[{color}]{word}:[/{color}] {escape(summary)}")
                 self.exit_code = code
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
 def _bytes_info(event: ev.Progress) -> str:

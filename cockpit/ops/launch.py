@@ -215,6 +215,9 @@ async def _boot(
         seconds = time.monotonic() - started
         for rank in ranks:
             yield emit.finished(f"boot/{phases[rank.command.rank].value}", rank.command.node)
+            if rank.command.rank:  # headless workers never print "ready": the head speaks for all
+                yield emit.progress("boot", rank.command.node, done=100.0, total=100.0, unit="%",
+                                    message="worker serving")  # fmt: skip
         ctx.history.record(plan.recipe.name, plan.cluster.name, seconds, time.time())
         outcome.done(f"{plan.recipe.name} ready at {plan.endpoint} after {seconds:.1f} s of boot")
     finally:
