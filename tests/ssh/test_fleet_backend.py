@@ -111,14 +111,7 @@ async def test_forward_reaches_a_port_seen_from_the_node(
         writer.close()
 
 
-OPENSSH_STOP = [
-    pytest.mark.sshd,
-    pytest.mark.xfail(
-        strict=True,
-        reason="sim fleet: stop_node on OpenSSH kills only the listener; the per-connection "
-        "sshd processes (setsid) keep serving, so the node never looks down",
-    ),
-]
+OPENSSH_STOP = [pytest.mark.sshd]
 
 
 @pytest.mark.parametrize("server", ["asyncssh", pytest.param("openssh", marks=OPENSSH_STOP)])

@@ -42,14 +42,7 @@ def test_cli_table_names_the_unreachable_node(fleet_factory: Callable[..., SimFl
     assert done.stdout.count(" ok ") == 7
 
 
-OPENSSH_STOP = [
-    pytest.mark.sshd,
-    pytest.mark.xfail(
-        strict=True,
-        reason="sim fleet: stop_node on OpenSSH kills only the listener; the per-connection "
-        "sshd processes (setsid) keep serving, so the node never looks down",
-    ),
-]
+OPENSSH_STOP = [pytest.mark.sshd]
 
 
 @pytest.mark.parametrize("server", ["asyncssh", pytest.param("openssh", marks=OPENSSH_STOP)])

@@ -104,10 +104,17 @@ class OpensshEndpoint:
             raise OSError(f"sshd for {self.name} did not listen on {self.host}:{self.port}")
 
     async def stop(self) -> None:
-        """SIGTERM the listener and its per-connection children (one process group)."""
+        """Stop the listener and drop every live connection, as a node going down would.
+
+        sshd's per-connection children call setsid(), so they are not in the listener's process
+        group: they are found through /proc and killed first.
+        """
         proc, self._proc = self._proc, None
         if proc is None or proc.returncode is not None:
             return
+        for pid in _descendants(proc.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         for sig in (signal.SIGTERM, signal.SIGKILL):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, sig)
@@ -118,6 +125,23 @@ class OpensshEndpoint:
                 continue
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _descendants(root: int) -> list[int]:
+    """Every live descendant of a process, from /proc (children of children included)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, queue = [], [root]
+    while queue:
+        for child in children.get(queue.pop(), []):
+            found.append(child)
+            queue.append(child)
+    return found
 
 
 async def _listening(host: str, port: int, proc: asyncio.subprocess.Process) -> bool:

@@ -8,6 +8,7 @@ kills the group as soon as its stdout has no reader left (the channel is gone): 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
@@ -72,7 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     if pid == 0:
         os.setpgid(0, 0)
         os.execvpe("bash", ["bash", "-c", command], env)
-    os.setpgid(pid, pid)
+    # The child sets its own group too; if it already exec'd, the parent's call fails harmlessly.
+    with contextlib.suppress(PermissionError, ProcessLookupError):
+        os.setpgid(pid, pid)
     for sig in FORWARDED:
         signal.signal(sig, lambda signum, _frame: kill_group(pid, signum))
     status = supervise(pid)
