@@ -81,16 +81,15 @@ class EventPrinter:
                 )
             case ev.Notice(severity=severity, message=message, line=line):
                 color = {"info": "cyan", "warning": "yellow", "error": "red"}[severity.value]
-                where = (
-                    f"{event.node}: " if event.node and not message.startswith(event.node) else ""
-                )
+                where = f"{event.node}: " if event.node and event.node not in message else ""
                 self.bars.console.print(
                     f"[{color}]{severity.value}:[/{color}] {escape(where + message)}"
                 )
                 if line:
                     self.bars.console.print(f"    [dim]{escape(line)}[/dim]")
             case ev.Finished(ok=ok, summary=summary, exit_code=code):
-                self.bars.stop()
+                if self.tasks:
+                    self.bars.stop()
                 color = "green" if ok else "red"
                 word = "done" if ok else ("refused" if code == 2 else "failed")
                 self.out.print(f"[{color}]{word}:[/{color}] {escape(summary)}")
