@@ -37,7 +37,7 @@ from cockpit.tui.state.inputs import (
 
 TICK_S = 0.1
 LOG_TAIL = 500  # lines of history fetched when a container's log is first followed
-LOG_BUFFER = 5000  # lines held per container between two ticks (a flood drops the oldest)
+LOG_BUFFER = 1000  # newest lines kept per container between two ticks (10k lines/s each)
 SCRAPE_S = 2.0
 SCRAPE_TIMEOUT_S = 3.0
 
@@ -73,6 +73,26 @@ def node_input(
     )
 
 
+class LineTail:
+    """The newest lines of one stream since the last `take`, and how many older ones were shed."""
+
+    def __init__(self, rank: RankOnNode, size: int = LOG_BUFFER) -> None:
+        self.rank = rank
+        self.lines: deque[str] = deque(maxlen=size)
+        self.received = 0
+
+    def push(self, line: str) -> None:
+        self.lines.append(line)
+        self.received += 1
+
+    def take(self) -> tuple[tuple[str, ...], int]:
+        lines = tuple(self.lines)
+        dropped = self.received - len(lines)
+        self.lines.clear()
+        self.received = 0
+        return lines, dropped
+
+
 class FleetFeed:
     """Feed of a real (or simulated) fleet over SSH; `batches()` runs until cancelled."""
 
@@ -85,7 +105,7 @@ class FleetFeed:
         self._refs = sorted({r.image.ref for r in inventory.recipes.values()})
         self._seen: dict[str, tuple[NodeFacts, NodeState]] = {}
         self._logs: dict[tuple[str, str], asyncio.Task[None]] = {}
-        self._log_buffers: dict[tuple[str, str], tuple[RankOnNode, deque[str]]] = {}
+        self._tails: dict[tuple[str, str], LineTail] = {}
         self._scrapes: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._engine: list[StoreInput] = []
 
@@ -130,11 +150,13 @@ class FleetFeed:
                     heads[(label.lane, label.cluster)] = node
         self._follow_logs(containers)
         self._scrape(heads, http)
-        for (node, _), (rank, lines) in self._log_buffers.items():
-            if lines:
-                chunk = tuple(lines)
-                lines.clear()
-                batch.append(RankLines(node, rank.lane, rank.cluster, rank.rank, chunk, now))
+        for (node, _), tail in self._tails.items():
+            if tail.received:
+                lines, dropped = tail.take()
+                rank = tail.rank
+                batch.append(
+                    RankLines(node, rank.lane, rank.cluster, rank.rank, lines, now, dropped)
+                )
         batch += self._engine
         self._engine = []
         return batch
@@ -145,17 +167,16 @@ class FleetFeed:
                 del self._logs[key]
         for key, rank in containers.items():
             if key not in self._logs:
-                buffer: deque[str] = deque(maxlen=LOG_BUFFER)
-                self._log_buffers[key] = (rank, buffer)
-                self._logs[key] = asyncio.create_task(self._log(key, buffer))
+                tail = self._tails[key] = LineTail(rank)
+                self._logs[key] = asyncio.create_task(self._log(key, tail))
 
-    async def _log(self, key: tuple[str, str], buffer: deque[str]) -> None:
+    async def _log(self, key: tuple[str, str], tail: LineTail) -> None:
         node, name = key
         command = ["docker", "logs", "-f", "--tail", str(LOG_TAIL), name]
         with contextlib.suppress(SshError):
             async with self.pool.stream(node, command) as lines:
                 async for line in lines:
-                    buffer.append(line)
+                    tail.push(line)
 
     def _scrape(self, heads: dict[tuple[str, str], str], http: httpx.AsyncClient) -> None:
         for key in list(self._scrapes):

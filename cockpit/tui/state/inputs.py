@@ -64,6 +64,7 @@ class RankLines:
     rank: int
     lines: tuple[str, ...]
     at: float = 0.0
+    dropped: int = 0  # lines the feed shed before these (a flood beyond what a tail can show)
 
 
 StoreInput = NodeSampled | NodeLost | EngineSampled | RankLines | OpEvent

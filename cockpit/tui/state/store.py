@@ -26,8 +26,7 @@ from cockpit.ops.events import (
 from cockpit.plan import plan_lane
 from cockpit.telemetry.boot import BootPhase, BootState, advance
 from cockpit.telemetry.metrics import EngineMetrics, window
-from cockpit.telemetry.nccl_log import TransportTracker, parse_nccl_line
-from cockpit.telemetry.vllm_log import parse_log_line
+from cockpit.telemetry.nccl_log import TransportTracker
 from cockpit.tui.state.inputs import (
     EngineSampled,
     NodeLost,
@@ -52,11 +51,22 @@ from cockpit.tui.state.views import (
 HISTORY = 120  # samples kept per series (about 2-6 minutes at the poll rates used)
 LOG_LINES = 5000  # per rank
 NCCL_LINES = 2000  # merged, all ranks
+NCCL_SEEN = 512
 OPS_KEPT = 12
 BENCH_POINTS = 64
 STALE_AFTER_S = 10.0
 _GIB = 1024.0**3
 _OPS_ON_NODES = {"launch", "stop", "sync", "switch"}
+_BOOT_DONE = (BootPhase.READY,)  # after a failure, a more decisive line may still come
+
+
+def _level(raw: str) -> str | None:
+    """The line's severity by substring (vLLM `ERROR`/`WARNING`, NCCL `WARN`); None: info/other."""
+    if "ERROR" in raw or "Traceback" in raw:
+        return "ERROR"
+    if "WARN" in raw:
+        return "WARNING"
+    return None
 
 
 @dataclass
@@ -80,6 +90,7 @@ class _Engine:
 @dataclass
 class _Log:
     lines: deque[LogEntry] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
+    dropped: int = 0
     frozen: tuple[LogEntry, ...] = ()
     frozen_seq: int = -1
 
@@ -101,6 +112,7 @@ class Store:
         self._logs: dict[tuple[str, int], _Log] = {}
         self._nccl: deque[LogEntry] = deque(maxlen=NCCL_LINES)
         self._transport = TransportTracker()
+        self._nccl_seen: dict[str, None] = {}  # recent NCCL INFO lines (insertion-ordered LRU)
         self._ops: dict[tuple[str, str, str], OpView] = {}
         self._done_ops: deque[OpView] = deque(maxlen=OPS_KEPT)
         self._bench: deque[BenchRow] = deque(maxlen=BENCH_POINTS)
@@ -178,26 +190,32 @@ class Store:
                 eng.view = replace(eng.view, pool_gib=boot.kv_cache_gib)
 
     def _lines(self, item: RankLines) -> None:
+        """Append a rank's lines; NCCL lines also go to the merged tail and the transport summary.
+
+        Per line this is a few substring tests plus the tracker's parse of NCCL lines: a flood of
+        tens of thousands of lines a second must not starve the event loop.
+        """
         key = f"{item.lane}@{item.cluster}"
         log = self._logs.setdefault((item.node, item.rank), _Log())
+        log.dropped += item.dropped
+        boot = self._boot.get(key, BootState()) if item.rank == 0 else None
+        seen = self._nccl_seen
         for raw in item.lines:
             self._seq += 1
-            nccl = parse_nccl_line(raw) if "NCCL" in raw else None
-            if nccl is not None:
-                self._nccl.append(LogEntry(self._seq, item.node, item.rank, raw, nccl.level))
-                self._transport.feed(raw)
-                level = (
-                    "ERROR"
-                    if nccl.level == "ERROR"
-                    else "WARNING"
-                    if nccl.level == "WARN"
-                    else "INFO"
-                )
-            else:
-                level = parse_log_line(raw).level
-            log.lines.append(LogEntry(self._seq, item.node, item.rank, raw, level))
-            if item.rank == 0:
-                self._boot[key] = advance(self._boot.get(key, BootState()), raw)
+            level = _level(raw)
+            entry = LogEntry(self._seq, item.node, item.rank, raw, level)
+            if "NCCL " in raw:
+                self._nccl.append(entry)
+                if level is not None or raw not in seen:  # a repeated INFO line adds nothing
+                    self._transport.feed(raw)
+                    seen[raw] = None
+                    if len(seen) > NCCL_SEEN:
+                        del seen[next(iter(seen))]
+            log.lines.append(entry)
+            if boot is not None and boot.phase not in _BOOT_DONE:
+                boot = advance(boot, raw)
+        if boot is not None:
+            self._boot[key] = boot
 
     def _bench_point(self, event: PointFinished) -> None:
         spec = event.result.spec
@@ -277,6 +295,7 @@ class Store:
             nccl=tuple(self._nccl),
             nccl_ranks=self._transport.summaries(),
             logs=logs,
+            dropped={source: log.dropped for source, log in self._logs.items() if log.dropped},
             ops=(*self._ops.values(), *self._done_ops),
             bench=tuple(self._bench),
             version=self.version,

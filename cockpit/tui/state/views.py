@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import NamedTuple
 
 from cockpit.telemetry.gpu import GpuSample, MemoryView
 from cockpit.telemetry.nccl_log import RankTransport
@@ -95,8 +96,9 @@ class EngineView:
     stalled: bool = False
 
 
-@dataclass(frozen=True)
-class LogEntry:
+class LogEntry(NamedTuple):
+    """One log line of a rank (a tuple: a flood creates tens of thousands a second)."""
+
     seq: int
     node: str
     rank: int
@@ -148,6 +150,7 @@ class FleetSnapshot:
     nccl: tuple[LogEntry, ...]
     nccl_ranks: tuple[RankTransport, ...]
     logs: dict[tuple[str, int], tuple[LogEntry, ...]]
+    dropped: dict[tuple[str, int], int]  # lines the feed shed per source during floods
     ops: tuple[OpView, ...]  # running first, then the last finished ones, newest first
     bench: tuple[BenchRow, ...]
     version: int = 0

@@ -83,15 +83,21 @@ def bench_table(points: tuple[BenchRow, ...], colours: Palette) -> Table | Text:
 class OpsPane(Pane):
     def __init__(self) -> None:
         super().__init__("Operations", id="ops")
+        self._shown: tuple[object, ...] = ()
 
     def compose(self) -> ComposeResult:
         yield Body(id="ops-body")
 
     def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
+        running = any(op.running for op in snap.ops)
+        key = (snap.ops, self.app.theme, int(snap.at) if running else 0)  # elapsed ticks by second
+        if key == self._shown:
+            return
+        self._shown = key
         body = op_lines(snap.ops, snap.at, self.size.width, palette_of(self.app))
         self.query_one(Body).update(body)
         running = sum(1 for op in snap.ops if op.running)
-        self.border_subtitle = f"{running} running · x cancels" if running else ""
+        self.retitle(subtitle=f"{running} running · x cancels" if running else "")
 
 
 class BenchPane(Pane):

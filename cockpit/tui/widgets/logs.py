@@ -41,7 +41,7 @@ class _TailPane(Pane):
         self.tail().set_following(False)
 
     def refresh_subtitle(self) -> None:
-        self.border_subtitle = self.tail().describe()
+        self.retitle(subtitle=self.tail().describe())
 
 
 class NcclPane(_TailPane):
@@ -81,7 +81,7 @@ class LogPane(_TailPane):
         if source is None and snap.log_sources:
             source = snap.log_sources[0]
         self.source = source
-        self.border_title = f"Log {source[0]}/rank {source[1]}" if source else "Log"
+        self.retitle(f"Log {source[0]}/rank {source[1]}" if source else "Log")
         self.tail().feed(source, snap.logs.get(source, ()) if source else (), palette_of(self.app))
         self.refresh_subtitle()
 

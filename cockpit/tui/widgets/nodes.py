@@ -62,8 +62,7 @@ class NodesPane(Pane):
 
     def __init__(self) -> None:
         super().__init__("Nodes", id="nodes")
-        self._shown: tuple[NodeView, ...] = ()
-        self._theme = ""
+        self._shown: tuple[object, ...] = ()
 
     def compose(self) -> ComposeResult:
         table: DataTable[Text] = DataTable(cursor_type="row", id="nodes-table")
@@ -71,19 +70,21 @@ class NodesPane(Pane):
         yield table
 
     def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
-        if snap.nodes == self._shown and self.app.theme == self._theme:
-            return
-        self._shown, self._theme = snap.nodes, self.app.theme
         colours = palette_of(self.app)
+        rows = [node_row(node, colours) for node in snap.nodes]
+        shown = tuple(tuple((t.plain, t.style) for t in row) for row in rows)
+        if shown == self._shown:
+            return  # e.g. only the ages of live nodes moved: nothing visible changed
+        self._shown = shown
         table = self.query_one(DataTable)
         cursor = table.cursor_row
         table.clear()
-        for node in snap.nodes:
-            table.add_row(*node_row(node, colours), key=node.name)
+        for node, row in zip(snap.nodes, rows, strict=True):
+            table.add_row(*row, key=node.name)
         if table.row_count:
             table.move_cursor(row=min(cursor, table.row_count - 1), animate=False)
         down = [n.name for n in snap.nodes if n.health in (NodeHealth.STALE, NodeHealth.DOWN)]
-        self.border_subtitle = f"unreachable: {', '.join(down)}" if down else ""
+        self.retitle(subtitle=f"unreachable: {', '.join(down)}" if down else "")
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

@@ -41,3 +41,10 @@ class Pane(Vertical):
 
     def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
         raise NotImplementedError
+
+    def retitle(self, title: str | None = None, subtitle: str | None = None) -> None:
+        """Set the border texts only when they change (setting one repaints the whole pane)."""
+        if title is not None and title != self.border_title:
+            self.border_title = title
+        if subtitle is not None and subtitle != (self.border_subtitle or ""):
+            self.border_subtitle = subtitle
