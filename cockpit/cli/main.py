@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -15,7 +16,45 @@ from cockpit.errors import CockpitError
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
+# Each command lives in its own module, imported only when that command runs, so a quick command
+# (`lanes`, `render`) does not pay for Textual, asyncssh and the bench at start-up.
+COMMAND_MODULES = {
+    "lanes": "inventory_cmds",
+    "validate": "inventory_cmds",
+    "render": "inventory_cmds",
+    "status": "status_cmd",
+    "sim": "sim_cmds",
+    "demo": "sim_cmds",
+    "launch": "ops_cmds",
+    "stop": "ops_cmds",
+    "sync-image": "ops_cmds",
+    "switch": "ops_cmds",
+    "bench": "bench_cmds",
+    "probe": "bench_cmds",
+    "report": "bench_cmds",
+    "tui": "tui_cmd",
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMAND_MODULES)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module_name = COMMAND_MODULES.get(cmd_name)
+        if module_name is None:
+            return None
+        module = importlib.import_module(f"cockpit.cli.{module_name}")
+        return next(c for c in module.COMMANDS if c.name == cmd_name)
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    invoke_without_command=True,
+)
 @click.version_option(__version__, prog_name="cockpit")
 @click.option(
     "--inventory",
@@ -34,24 +73,8 @@ def cli(ctx: click.Context, inventory: Path | None) -> None:
         ctx.invoke(tui)
 
 
-def _register() -> None:
-    """Attach the command modules (imported here so `--help` lists every command)."""
-    from cockpit.cli import bench_cmds, inventory_cmds, ops_cmds, sim_cmds, status_cmd, tui_cmd
-
-    for command in [
-        *inventory_cmds.COMMANDS,
-        *status_cmd.COMMANDS,
-        *sim_cmds.COMMANDS,
-        *ops_cmds.COMMANDS,
-        *bench_cmds.COMMANDS,
-        *tui_cmd.COMMANDS,
-    ]:
-        cli.add_command(command)
-
-
 def main() -> None:
     """Console-script entry: CockpitError becomes one line on stderr and its exit code."""
-    _register()
     try:
         result = cli.main(standalone_mode=False)
     except click.exceptions.Exit as exc:

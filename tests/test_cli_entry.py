@@ -1,0 +1,34 @@
+"""The lazy command table: every name resolves to its command, and --help lists them all."""
+
+from __future__ import annotations
+
+import importlib
+
+from cockpit.cli.main import COMMAND_MODULES
+from tests.cli_runner import run_cockpit
+
+
+def test_every_command_name_resolves_to_its_module() -> None:
+    for name, module_name in COMMAND_MODULES.items():
+        module = importlib.import_module(f"cockpit.cli.{module_name}")
+        assert [c.name for c in module.COMMANDS].count(name) == 1, name
+    every = {
+        c.name
+        for m in set(COMMAND_MODULES.values())
+        for c in importlib.import_module(f"cockpit.cli.{m}").COMMANDS
+    }
+    assert every == set(COMMAND_MODULES), "a module exports a command the table does not list"
+
+
+def test_help_lists_every_command_and_version_works() -> None:
+    result = run_cockpit("--help")
+    assert result.returncode == 0
+    for name in COMMAND_MODULES:
+        assert f"  {name} " in result.stdout
+    version = run_cockpit("--version")
+    assert version.returncode == 0 and "cockpit, version" in version.stdout
+
+
+def test_unknown_command_is_refused_with_exit_2() -> None:
+    result = run_cockpit("launhc")
+    assert result.returncode == 2 and "No such command" in result.stderr
