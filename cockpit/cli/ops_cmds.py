@@ -11,6 +11,7 @@ import asyncio
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -18,9 +19,10 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from cockpit.config import load_inventory
-from cockpit.ops import OpContext, launch, stop, switch, sync_image
 from cockpit.ops import events as ev
-from cockpit.ssh.inventory import pool_for
+
+if TYPE_CHECKING:
+    from cockpit.ops.context import OpContext
 
 console = Console(highlight=False, soft_wrap=True)
 
@@ -111,6 +113,9 @@ def _bytes_info(event: ev.Progress) -> str:
 async def _run(
     inventory_dir: Path | None, make: Callable[[OpContext], AsyncIterator[ev.OpEvent]]
 ) -> int:
+    from cockpit.ops.context import OpContext
+    from cockpit.ssh.inventory import pool_for  # imported here: `cockpit --help` stays fast
+
     inventory = load_inventory(inventory_dir)
     printer = EventPrinter(console)
     async with pool_for(inventory) as pool:
@@ -139,6 +144,8 @@ def launch_cmd(
     boot_timeout: float | None,
 ) -> None:
     """Preflight, start and follow a lane to ready (rolled back on failure)."""
+    from cockpit.ops.launch import launch
+
     inventory = load_inventory(_inventory(ctx))
     chosen = inventory.recipe(recipe)
     _exit(
@@ -160,6 +167,8 @@ def launch_cmd(
 @click.pass_context
 def stop_cmd(ctx: click.Context, lane: str | None, cluster: str | None) -> None:
     """Stop and remove a lane's containers; verify the GPUs are released."""
+    from cockpit.ops.stop import stop
+
     _exit(asyncio.run(_run(_inventory(ctx), lambda c: stop(c, lane=lane, cluster=cluster))))
 
 
@@ -170,6 +179,8 @@ def stop_cmd(ctx: click.Context, lane: str | None, cluster: str | None) -> None:
 @click.pass_context
 def sync_cmd(ctx: click.Context, recipe: str, cluster: str, source: str | None) -> None:
     """Copy the lane's image node to node, re-attach its digest, verify its id."""
+    from cockpit.ops.sync import sync_image
+
     chosen = load_inventory(_inventory(ctx)).recipe(recipe)
     _exit(asyncio.run(_run(_inventory(ctx), lambda c: sync_image(c, chosen, cluster, source))))
 
@@ -184,6 +195,8 @@ def switch_cmd(
     ctx: click.Context, recipe: str, cluster: str, yes: bool, boot_timeout: float | None
 ) -> None:
     """Stop what occupies the cluster, sync if needed, launch the lane (one confirmed plan)."""
+    from cockpit.ops.switch import switch
+
     chosen = load_inventory(_inventory(ctx)).recipe(recipe)
 
     async def confirm(planned: ev.Planned) -> bool:

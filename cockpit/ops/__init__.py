@@ -1,9 +1,10 @@
-"""Lane operations: launch, stop, sync-image, switch — async generators of typed events."""
+"""Lane operations: async generators of typed events (`cockpit.ops.events`).
 
-from cockpit.ops.context import OpContext
-from cockpit.ops.launch import launch
-from cockpit.ops.stop import stop
-from cockpit.ops.switch import switch
-from cockpit.ops.sync import sync_image
+- `cockpit.ops.launch.launch(ctx, recipe, cluster, *, sync_image, dry_run, boot_timeout_s)`
+- `cockpit.ops.stop.stop(ctx, *, lane=None, cluster=None)`
+- `cockpit.ops.sync.sync_image(ctx, recipe, cluster, source=None)`
+- `cockpit.ops.switch.switch(ctx, recipe, cluster, *, confirm=None, boot_timeout_s=None)`
 
-__all__ = ["OpContext", "launch", "stop", "switch", "sync_image"]
+with `ctx = cockpit.ops.context.OpContext(inventory, pool)`. Nothing is imported here: importing
+`cockpit.ops.events` (as the TUI and bench do) must not pay for asyncssh and httpx.
+"""

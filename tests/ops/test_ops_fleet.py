@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import getpass
 import json
 import os
 import random
@@ -10,6 +11,7 @@ import re
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from subprocess import CompletedProcess
@@ -18,10 +20,14 @@ import httpx
 import pytest
 
 from cockpit.config import Inventory, load_inventory
-from cockpit.ops import OpContext, launch, stop, switch, sync_image
-from cockpit.ops.events import Finished, Notice, OpEvent, Planned, StepStarted
+from cockpit.ops.context import OpContext
+from cockpit.ops.events import Finished, Notice, OpEvent, Planned, Progress, StepStarted
 from cockpit.ops.history import BootHistory
-from cockpit.ops.locks import NodeLocks, new_record
+from cockpit.ops.launch import launch
+from cockpit.ops.locks import LockRecord, NodeLocks, new_record
+from cockpit.ops.stop import stop
+from cockpit.ops.switch import switch
+from cockpit.ops.sync import sync_image
 from cockpit.sim.fleet import SimFleet
 from cockpit.ssh.inventory import pool_for
 from cockpit.telemetry.boot import BootPhase
@@ -281,6 +287,15 @@ async def test_switch_replaces_one_lane_with_another(cockpit: Cockpit) -> None:
              for c in containers(cockpit.fleet, n)}  # fmt: skip
     assert lanes == {PINNED}
 
+    cockpit.fleet.set_fault("dgx2", "weights_crash")
+    back = await run(switch(cockpit.ctx, cockpit.recipe(QWEN), "2nodes-dac",
+                            boot_timeout_s=BOOT_TIMEOUT))  # fmt: skip
+    failed = finished(back)
+    assert failed.exit_code == 1
+    assert failed.summary.endswith("running now: nothing (no lane on dgx1, dgx2)"), failed.summary
+    etas = [e.eta_s for e in back if isinstance(e, Progress) and e.step == "boot"]
+    assert etas and all(eta is not None for eta in etas)  # from the first boot of QWEN here
+
 
 async def test_a_second_launch_on_locked_nodes_is_refused(cockpit: Cockpit) -> None:
     other = NodeLocks(cockpit.pool, new_record("launch", "someone-else"))
@@ -340,3 +355,23 @@ def test_cli_exit_codes_launch_switch_unconfirmed_stop(fleet: SimFleet, state_di
     assert "stop qwen3-0.6b-2x on dgx1, dgx2" in declined.stdout
     down = cockpit_cli(fleet, state_dir, "stop", "--lane", QWEN)
     assert down.returncode == 0 and "stopped qwen3-0.6b-2x" in down.stdout
+
+
+async def test_a_stale_lock_is_broken_and_said_so(cockpit: Cockpit) -> None:
+    dead = LockRecord(getpass.getuser(), socket.gethostname(), dead_pid(), "launch", time.time())
+    assert await NodeLocks(cockpit.pool, dead).acquire(["dgx3"]) == []
+    ours = NodeLocks(cockpit.pool, new_record("stop"))
+    assert await ours.acquire(["dgx3", "dgx4"]) == []
+    assert [node for node, _ in ours.broken] == ["dgx3"]
+    assert "is gone" in ours.broken[0][1] and "held by" in ours.broken[0][1]
+    await ours.release()
+    again = NodeLocks(cockpit.pool, new_record("stop"))
+    assert await again.acquire(["dgx3"]) == [] and again.broken == []
+    await again.release()
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited (reaped), so no process has it now."""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
