@@ -143,10 +143,13 @@ class Cockpit:
 async def cockpit(fleet: SimFleet, state_dir: Path) -> AsyncIterator[Cockpit]:
     cp = Cockpit(fleet, state_dir)
     yield cp
+    await cp.pool.close()
     for node in fleet.names:
         fleet.start_node(node)
-    await run(stop(cp.ctx, cluster="4nodes-switch"))
-    await cp.pool.close()
+    cleaner = Cockpit(fleet, state_dir)  # a fresh pool: no backoff left from a stopped node
+    cleanup = finished(await run(stop(cleaner.ctx, cluster="4nodes-switch")))
+    await cleaner.pool.close()
+    assert cleanup.ok, cleanup.summary
 
 
 def containers(fleet: SimFleet, node: str) -> list[dict]:
@@ -375,3 +378,21 @@ def dead_pid() -> int:
     child = subprocess.Popen(["true"])
     child.wait()
     return child.pid
+
+
+async def test_stop_reports_an_unreachable_node_and_stops_the_others(cockpit: Cockpit) -> None:
+    fleet = cockpit.fleet
+    image = fleet.images("dgx1")[0]["Id"]
+    for node in ("dgx1", "dgx2"):
+        started = await cockpit.pool.run(node, [
+            "docker", "run", "-d", "--name", f"held-{node}", "--label", f"cockpit.lane={QWEN}",
+            "--entrypoint", "sleep", image, "600",
+        ])  # fmt: skip
+        assert started.ok, started.stderr
+    fleet.stop_node("dgx2")
+    events = await run(stop(cockpit.ctx, lane=QWEN))
+    end = finished(events)
+    assert end.exit_code == 1 and end.summary == f"stopped {QWEN} except on dgx2", end.summary
+    assert any(isinstance(e, Notice) and e.node == "dgx2" and "unreachable" in e.message
+               for e in events)  # fmt: skip
+    assert containers(fleet, "dgx1") == [] and len(containers(fleet, "dgx2")) == 1
