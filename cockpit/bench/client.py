@@ -57,18 +57,8 @@ def _chunk_fields(data: str) -> tuple[bool, bool, int | None, dict[str, Any] | N
     return True, bool(content), len(ids) if isinstance(ids, list) else None, usage
 
 
-async def stream_chat(
-    http: httpx.AsyncClient,
-    base_url: str,
-    model: str,
-    context: str,
-    prompt: str,
-    max_tokens: int,
-    expected_prompt_tokens: int,
-    clock: Clock,
-    on_tokens: Callable[[int], None] | None = None,
-) -> RequestTiming:
-    """Send one streaming chat completion and time it; errors end up in `timing.error`."""
+def chat_body(model: str, context: str, prompt: str, max_tokens: int) -> bytes:
+    """llama-benchy's streaming payload, encoded once, before the batch is sent."""
     payload = {
         "model": model,
         "messages": messages(context, prompt),
@@ -77,10 +67,28 @@ async def stream_chat(
         "return_token_ids": True,
         "stream_options": {"include_usage": True},
     }
+    return json.dumps(payload).encode()
+
+
+async def stream_chat(
+    http: httpx.AsyncClient,
+    base_url: str,
+    body: bytes,
+    expected_prompt_tokens: int,
+    clock: Clock,
+    on_tokens: Callable[[int], None] | None = None,
+) -> RequestTiming:
+    """Send one streaming chat completion (`chat_body`) and time it; errors go to `.error`.
+
+    Bodies are encoded before a batch starts so the streams of a batch leave together: encoding
+    a 256K-token prompt takes milliseconds, which would stagger the arrivals.
+    """
     timing = RequestTiming(start=clock.now(), expected_prompt_tokens=expected_prompt_tokens)
     tokens = 0
     try:
-        async with http.stream("POST", f"{base_url}/v1/chat/completions", json=payload) as resp:
+        headers = {"Content-Type": "application/json"}
+        url = f"{base_url}/v1/chat/completions"
+        async with http.stream("POST", url, content=body, headers=headers) as resp:
             if resp.status_code != 200:
                 body = (await resp.aread()).decode(errors="replace")
                 timing.error = f"HTTP {resp.status_code}: {body[:300]}"

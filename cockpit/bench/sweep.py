@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from cockpit.bench import forensics, honesty
-from cockpit.bench.client import Clock, measure_latency, stream_chat
+from cockpit.bench.client import Clock, chat_body, measure_latency, stream_chat
 from cockpit.bench.events import (
     OP,
     BenchWarning,
@@ -95,7 +95,11 @@ class BuiltinDriver:
                 try:
                     warm = await asyncio.wait_for(
                         stream_chat(
-                            http, cfg.base_url, cfg.model, "", "Warmup " * 10, 4, 20, self.clock
+                            http,
+                            cfg.base_url,
+                            chat_body(cfg.model, "", "Warmup " * 10, 4),
+                            20,
+                            self.clock,
                         ),
                         timeout=cfg.hang_timeout_s,
                     )
@@ -260,22 +264,13 @@ class BuiltinDriver:
 
             return on_tokens
 
+        bodies = [chat_body(self.cfg.model, c, p, spec.tg) for c, p in pairs]
         watchdog.touch()
         tasks = [
             asyncio.create_task(
-                stream_chat(
-                    http,
-                    self.cfg.base_url,
-                    self.cfg.model,
-                    context,
-                    prompt,
-                    spec.tg,
-                    expected,
-                    self.clock,
-                    progress(stream),
-                )
+                stream_chat(http, self.cfg.base_url, body, expected, self.clock, progress(i))
             )
-            for stream, (context, prompt) in enumerate(pairs)
+            for i, body in enumerate(bodies)
         ]
         self._tasks.update(tasks)
         try:

@@ -44,9 +44,11 @@ async def test_warm_point_sends_context_then_context_plus_prompt(
     engine, url = fake
     driver = BuiltinDriver(_config(url, PointSpec(depth=2000, concurrency=2, pp=256, tg=16)))
     events = [e async for e in driver.events()]
-    # warm-up run + 2 runs, each a context load and an inference batch of 2
-    assert len(engine.requests) == 3 * 2 * 2
-    load, inference = engine.requests[0], engine.requests[2]
+    warmup, *requests = engine.requests  # the client's own warm-up request comes first
+    assert warmup["max_tokens"] == 4 and warmup["messages"][0]["content"].startswith("Warmup")
+    # the point's warm-up run + 2 runs, each a context load and an inference batch of 2
+    assert len(requests) == 3 * 2 * 2
+    load, inference = requests[0], requests[2]
     assert load["messages"][-1]["content"] == "."
     assert len(load["messages"][0]["content"]) == 2000
     assert inference["messages"][0]["content"] == load["messages"][0]["content"]
@@ -67,8 +69,9 @@ async def test_cold_point_is_one_request_with_unique_prompt(fake: tuple[FakeEngi
     engine, url = fake
     spec = PointSpec(depth=1000, concurrency=1, pp=128, tg=8, cold=True)
     [e async for e in BuiltinDriver(_config(url, spec)).events()]
-    assert len(engine.requests) == 3
-    contents = [r["messages"][1]["content"] for r in engine.requests]
+    requests = engine.requests[1:]
+    assert len(requests) == 3
+    contents = [r["messages"][1]["content"] for r in requests]
     assert all(len(c) == 128 for c in contents) and len(set(contents)) == 3
 
 
@@ -93,7 +96,7 @@ async def test_hang_is_detected_recorded_retried_and_skipped(fake: tuple[FakeEng
         events.append(event)
         if isinstance(event, PointStarted) and event.index == 1:
             engine.hang = False  # the second point finds a healthy engine
-    warnings = [e for e in events if isinstance(e, BenchWarning)]
+    warnings = [e for e in events if isinstance(e, BenchWarning) and e.hang]
     assert len(warnings) == 2 and "retrying once" in warnings[0].message
     assert "skipped" in warnings[1].message
     first, second = (e.result for e in events if isinstance(e, PointFinished))

@@ -151,6 +151,17 @@ def test_events_roundtrip_as_json_lines() -> None:
         assert parse_event_line(event_line(event)) == event
     assert parse_event_line("llama-benchy (0.4.0)") is None
     argv = remote_argv(
-        ["cockpit"], "http://10.0.0.1:30000", "m", 1.0, [spec], 3, "builtin", 300.0, "lane", "cl"
+        ["cockpit"],
+        "http://10.0.0.1:30000",
+        "m",
+        1.0,
+        [spec],
+        3,
+        False,
+        "builtin",
+        300.0,
+        "lane",
+        "cl",
     )
-    assert argv[:3] == ["cockpit", "bench", "--events-jsonl"] and "--cold" in argv
+    assert argv[:3] == ["cockpit", "bench", "--events-jsonl"]
+    assert "--cold" in argv and "--no-warmup" in argv
