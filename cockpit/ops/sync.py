@@ -99,49 +99,64 @@ async def _reattach(ctx: OpContext, plan: SyncPlan, peer: str) -> str | None:
     return None
 
 
+async def _attempt(
+    ctx: OpContext,
+    emit: Emit,
+    plan: SyncPlan,
+    chains: Sequence[Sequence[str]],
+    reattach: Sequence[str],
+    size: int | None,
+) -> AsyncIterator[OpEvent | dict[str, str]]:
+    """One round: transfer along `chains`, then re-attach and verify every peer that loaded (and
+    the `reattach` peers); yields events, then {peer: problem} of this round's failures."""
+    problems: dict[str, str] = {}
+    if chains:
+        async for item in _transfer(ctx, emit, plan, chains, size):
+            if isinstance(item, dict):
+                problems = item
+            else:
+                yield item
+    candidates = [p for chain in chains for p in chain if p not in problems] + list(reattach)
+    results = await asyncio.gather(*(_reattach(ctx, plan, p) for p in candidates))
+    for peer, problem in zip(candidates, results, strict=True):
+        if problem is None:
+            yield emit.finished(STEP, peer, detail="image id verified, digest attached")
+        else:
+            problems[peer] = problem
+    yield problems
+
+
 async def sync_core(
     ctx: OpContext, emit: Emit, plan: SyncPlan, outcome: Outcome, size: int | None
 ) -> AsyncIterator[OpEvent]:
-    """Transfer, re-attach, verify, retry failures once; sets `outcome`."""
+    """Transfer, re-attach, verify; a peer whose transfer failed is retried once on its own chain
+    (one broken peer cannot cut another); sets `outcome`."""
     started = time.monotonic()
-    failures: dict[str, str] = {}
-    pending = list(plan.transfer)
-    done: list[str] = []
+    chains: Sequence[Sequence[str]] = plan.chains
+    reattach: Sequence[str] = plan.reattach
+    failed: dict[str, str] = {}
     for attempt in (1, 2):
-        if pending:
-            # A retry gives every failed peer its own chain: one broken peer cannot cut another.
-            chains = plan.chains if attempt == 1 else [[p] for p in pending]
-            async for item in _transfer(ctx, emit, plan, chains, size):
-                if isinstance(item, dict):
-                    failures = item
-                else:
-                    yield item
-        candidates = [p for p in pending if p not in failures]
-        candidates += list(plan.reattach) if attempt == 1 else []
-        results = await asyncio.gather(*(_reattach(ctx, plan, p) for p in candidates))
-        for peer, problem in zip(candidates, results, strict=True):
-            if problem is None:
-                done.append(peer)
-                yield emit.finished(STEP, peer, detail="image id verified, digest attached")
+        problems: dict[str, str] = {}
+        async for item in _attempt(ctx, emit, plan, chains, reattach, size):
+            if isinstance(item, dict):
+                problems = item
             else:
-                failures[peer] = problem
-        for peer, problem in failures.items():
-            retry = attempt == 1 and peer in plan.transfer
+                yield item
+        retry = [p for p in problems if attempt == 1 and p in plan.transfer]
+        for peer, problem in problems.items():
             yield emit.finished(STEP, peer, ok=False, detail=problem)
-            yield emit.notice(
-                f"{peer}: {problem}" + (" — retrying once" if retry else ""), peer, error=not retry
-            )
-        pending = [p for p in failures if p in plan.transfer] if attempt == 1 else []
-        if attempt == 1:
-            failures = {p: why for p, why in failures.items() if p not in plan.transfer}
-        if not pending:
+            again = " — retrying once" if peer in retry else ""
+            yield emit.notice(f"{peer}: {problem}{again}", peer, error=not again)
+        failed |= {p: why for p, why in problems.items() if p not in retry}
+        if not retry:
             break
+        chains, reattach = [[p] for p in retry], []
     seconds = time.monotonic() - started
-    lost = sorted(set(plan.peers) - set(done))
-    if lost:
+    done = [p for p in plan.peers if p not in failed]
+    if failed:
         outcome.fail(
             f"synced {len(done)}/{len(plan.peers)} peers in {seconds:.1f} s; "
-            f"failed: {', '.join(lost)}"
+            f"failed: {', '.join(sorted(failed))}"
         )
     else:
         outcome.done(
