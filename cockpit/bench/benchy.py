@@ -31,9 +31,11 @@ from aiohttp import web
 
 from cockpit.bench import forensics, honesty
 from cockpit.bench.client import Clock
+from cockpit.bench.environment import client_facts
 from cockpit.bench.events import (
     OP,
     BenchWarning,
+    ClientInfo,
     LatencyMeasured,
     PointFinished,
     PointStarted,
@@ -270,6 +272,7 @@ class BenchyDriver:
     async def events(self) -> AsyncIterator[OpEvent]:
         cfg = self.cfg
         yield self._ev(Planned, steps=tuple(p.label for p in cfg.points), summary=cfg.base_url)
+        yield self._ev(ClientInfo, **client_facts(cfg.base_url))
         with tempfile.TemporaryDirectory(prefix="cockpit-benchy-") as tmp:
             runner, book_url = await _serve_book()
             try:

@@ -11,6 +11,7 @@ import shutil
 import socket
 import subprocess
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -55,6 +56,11 @@ def client_link(host: str) -> str:
         return "unknown"
     device = route_device(out)
     return link_kind(device) if device else "unknown"
+
+
+def client_facts(base_url: str) -> dict[str, str]:
+    """This host's name and its link to the engine at `base_url`."""
+    return {"host": socket.gethostname(), "link": client_link(urlsplit(base_url).hostname or "")}
 
 
 async def engine_status(http: httpx.AsyncClient, base_url: str) -> dict[str, object]:

@@ -27,6 +27,14 @@ class PointStarted(OpEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ClientInfo(OpEvent):
+    """Where the driver runs and how it reaches the engine (sent by a remote bench host too)."""
+
+    host: str
+    link: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class LatencyMeasured(OpEvent):
     """The client-to-engine latency the driver subtracts from TTFR (engine seconds)."""
 
@@ -75,6 +83,7 @@ EVENT_TYPES: dict[str, type[OpEvent]] = {
         Planned,
         Notice,
         PointStarted,
+        ClientInfo,
         LatencyMeasured,
         RequestProgress,
         BenchWarning,
@@ -108,6 +117,7 @@ def warning(message: str, **kw: Any) -> BenchWarning:
 
 __all__ = [
     "BenchWarning",
+    "ClientInfo",
     "LatencyMeasured",
     "Notice",
     "Planned",

@@ -13,7 +13,6 @@ import socket
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -23,6 +22,7 @@ from cockpit.bench.client import served_model
 from cockpit.bench.events import (
     OP,
     BenchWarning,
+    ClientInfo,
     LatencyMeasured,
     PointFinished,
     SweepFinished,
@@ -143,11 +143,14 @@ async def bench(
     driver_name = "llama-benchy 0.4.0" if req.driver == "llama-benchy" else "builtin"
     events = source(model, scale) if source else make_driver(req, model, scale).events()
     latency_s = 0.0
+    client = {"host": req.client_host, "link": "unknown"}
     results: list[PointResult] = []
     warnings: list[str] = []
     async for event in events:
         if isinstance(event, LatencyMeasured):
             latency_s = event.latency_s
+        if isinstance(event, ClientInfo):
+            client = {"host": event.host, "link": event.link}
         if isinstance(event, PointFinished):
             results.append(event.result)
         if isinstance(event, BenchWarning):
@@ -172,8 +175,8 @@ async def bench(
         lane=req.lane,
         cluster=req.cluster,
         environment=Environment(
-            client_host=req.client_host,
-            client_link=environment.client_link(urlsplit(req.endpoint).hostname or ""),
+            client_host=client["host"],
+            client_link=client["link"],
             prefix_cache_mode=prefix_cache_mode(req.points),
             concurrency_semantics=CONCURRENCY_SEMANTICS,
             driver=driver_name + (f" on {req.client_host}" if source else ""),

@@ -23,9 +23,11 @@ import httpx
 
 from cockpit.bench import forensics, honesty
 from cockpit.bench.client import Clock, chat_body, measure_latency, stream_chat
+from cockpit.bench.environment import client_facts
 from cockpit.bench.events import (
     OP,
     BenchWarning,
+    ClientInfo,
     LatencyMeasured,
     PointFinished,
     PointStarted,
@@ -84,6 +86,7 @@ class BuiltinDriver:
         limits = httpx.Limits(max_connections=max(p.concurrency for p in cfg.points) + 5)
         timeout = httpx.Timeout(cfg.request_timeout_s, connect=30.0)
         yield self._ev(Planned, steps=tuple(p.label for p in cfg.points), summary=cfg.base_url)
+        yield self._ev(ClientInfo, **client_facts(cfg.base_url))
         async with httpx.AsyncClient(limits=limits, timeout=timeout) as http:
             interval = min(cfg.metrics_interval_s, cfg.hang_timeout_s / 4)
             sampler = MetricsSampler(http, cfg.base_url, self.clock, interval)

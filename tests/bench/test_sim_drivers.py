@@ -94,7 +94,6 @@ async def test_llama_benchy_gives_the_same_table(flash_lane: str, tmp_path: Path
 
 def _cockpit(*args: str | Path) -> Result:
     """The `cockpit` CLI in-process (a subprocess would pay the imports again)."""
-    main._register()
     return CliRunner().invoke(main.cli, [str(a) for a in args], catch_exceptions=False)
 
 
@@ -209,5 +208,6 @@ async def test_bench_host_streams_the_same_events_over_ssh(
     last = events[-1]
     assert isinstance(last, SweepFinished) and last.ok
     report = artifacts.load_report(Path(last.report_json))
-    assert report.environment.client_host == node and "on " + node in report.environment.driver
+    assert report.environment.driver == f"builtin on {node}"
+    assert report.environment.client_link == "loopback"  # as the bench host reported it
     assert report.points[0].tg and report.environment.latency_ms > 0
