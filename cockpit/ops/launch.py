@@ -156,6 +156,8 @@ async def _boot(
     ranks = [_Rank(r, BootTracker(), deque(maxlen=TAIL_LINES)) for r in plan.ranks]
     tasks = [asyncio.create_task(_watch(ctx, rank, queue)) for rank in ranks]
     phases = {r.command.rank: BootPhase.STARTING for r in ranks}
+    step = "boot"  # then "ready" once the head says so: /health and a chat completion
+    yield emit.started(step)
     for rank in ranks:
         yield emit.started(f"boot/{BootPhase.STARTING.value}", rank.command.node)
     url: str | None = None
@@ -174,6 +176,7 @@ async def _boot(
                     slowest.command.node, line, error=True,
                 )  # fmt: skip
                 outcome.fail(f"{slowest.command.node}: boot deadline of {timeout_s:.0f} s passed")
+                yield emit.finished(step, ok=False, detail=outcome.summary)
                 return
             try:
                 kind, rank, state = await asyncio.wait_for(
@@ -203,8 +206,13 @@ async def _boot(
                     line = _decisive(rank)
                     yield emit.notice(f"rank {number} on {node} {why}", node, line, error=True)
                     outcome.fail(f"rank {number} on {node} {why}: {line}")
+                    yield emit.finished(step, ok=False, detail=f"rank {number} on {node} {why}")
                     return
-                head_ready = head_ready or (rank.command.rank == 0 and state.ready)
+                if rank.command.rank == 0 and state.ready and not head_ready:
+                    head_ready = True
+                    yield emit.finished(step, detail=describe(state))
+                    step = "ready"
+                    yield emit.started(step)
             if head_ready and time.monotonic() >= next_probe:
                 url = url or await base_url(ctx.pool, plan)
                 problem = await probe(url, plan.recipe.serve.served_model_name)
@@ -218,6 +226,7 @@ async def _boot(
             if rank.command.rank:  # headless workers never print "ready": the head speaks for all
                 yield emit.progress("boot", rank.command.node, done=100.0, total=100.0, unit="%",
                                     message="worker serving")  # fmt: skip
+        yield emit.finished(step, detail=f"/health and a chat completion answered at {url}")
         ctx.history.record(plan.recipe.name, plan.cluster.name, seconds, time.time())
         outcome.done(f"{plan.recipe.name} ready at {plan.endpoint} after {seconds:.1f} s of boot")
     finally:

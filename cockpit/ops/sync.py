@@ -65,6 +65,9 @@ async def _transfer(
                 )  # fmt: skip
             elif hop.kind == "loaded":
                 loaded[hop.node] = hop.status
+                if hop.status == 0 and total:  # the stream's size is only known at its end
+                    yield emit.progress(STEP, hop.node, done=float(total), total=float(total),
+                                        unit="B")  # fmt: skip
             elif hop.kind == "error":
                 errors.setdefault(hop.node, hop.text)
     except SshError as exc:

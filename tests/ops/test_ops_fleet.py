@@ -21,7 +21,15 @@ import pytest
 
 from cockpit.config import Inventory, load_inventory
 from cockpit.ops.context import OpContext
-from cockpit.ops.events import Finished, Notice, OpEvent, Planned, Progress, StepStarted
+from cockpit.ops.events import (
+    Finished,
+    Notice,
+    OpEvent,
+    Planned,
+    Progress,
+    StepFinished,
+    StepStarted,
+)
 from cockpit.ops.history import BootHistory
 from cockpit.ops.launch import launch
 from cockpit.ops.locks import LockRecord, NodeLocks, new_record
@@ -165,11 +173,20 @@ def head_phases(events: list[OpEvent], node: str) -> list[str]:
 
 
 async def test_clean_launch_to_ready_then_stop_is_idempotent(cockpit: Cockpit) -> None:
-    events = await run(launch(cockpit.ctx, cockpit.recipe(QWEN), "2nodes-dac",
+    recipe = cockpit.recipe(QWEN)
+    image = next(
+        i for i in cockpit.fleet.images("dgx2") if i.get("SimRepo") == recipe.image.repository
+    )
+    cockpit.fleet.add_image("dgx2", {**image, "RepoDigests": []})  # --sync-image re-attaches it
+    events = await run(launch(cockpit.ctx, recipe, "2nodes-dac", sync_image=True,
                               boot_timeout_s=BOOT_TIMEOUT))  # fmt: skip
     end = finished(events)
     assert end.ok and end.exit_code == 0, end.summary
     assert isinstance(events[0], Planned)
+    steps = [e.step for e in events if isinstance(e, StepFinished) and e.node is None]
+    assert steps == ["lock", "preflight", "preflight", "boot", "ready"]
+    assert any(isinstance(e, StepFinished) and e.op == "sync" and e.node == "dgx2" and e.ok
+               for e in events)  # fmt: skip
     phases = head_phases(events, "dgx1")
     order = [p.value for p in BootPhase]
     assert phases[0] == "starting" and phases[-1] == "ready"
