@@ -274,7 +274,7 @@ class BenchyDriver:
         yield self._ev(Planned, steps=tuple(p.label for p in cfg.points), summary=cfg.base_url)
         yield self._ev(ClientInfo, **client_facts(cfg.base_url))
         with tempfile.TemporaryDirectory(prefix="cockpit-benchy-") as tmp:
-            runner, book_url = await _serve_book()
+            runner, book_url = await serve_book()
             try:
                 async with httpx.AsyncClient(timeout=30.0) as http:
                     interval = min(cfg.metrics_interval_s, cfg.hang_timeout_s / 4)
@@ -514,7 +514,7 @@ def _read_result(
         return {}
 
 
-async def _serve_book() -> tuple[web.AppRunner, str]:
+async def serve_book() -> tuple[web.AppRunner, str]:
     """Our corpus on loopback for `--book-url` (llama-benchy downloads its prompt text)."""
     text = book_text()
 

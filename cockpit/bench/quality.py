@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 
 from cockpit.bench.models import Quality
@@ -47,6 +48,42 @@ def parse_quality(text: str) -> Quality | None:
     )
 
 
+@dataclass(frozen=True)
+class PerfRow:
+    """One row of tool-eval-bench's perf table (its figures, in its clock)."""
+
+    test: str
+    pp_tps: float
+    tg_tps: float
+    ttft_ms: float
+    total_ms: float
+
+
+def _number(cell: str) -> float:
+    return float(cell.replace(",", "").strip())
+
+
+def parse_perf_table(text: str) -> list[PerfRow]:
+    """Rows of `| Test | pp t/s | tg t/s | TTFT (ms) | Total (ms) | Tokens |`."""
+    rows: list[PerfRow] = []
+    in_table = False
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            in_table = False
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells[:3] == ["Test", "pp t/s", "tg t/s"]:
+            in_table = True
+            continue
+        if not in_table or len(cells) < 5 or set(cells[1]) <= {"-", ":"}:
+            continue
+        try:
+            rows.append(PerfRow(cells[0], *(_number(c) for c in cells[1:5])))
+        except ValueError:
+            continue
+    return rows
+
+
 def quality_argv(
     base_url: str,
     model: str,
@@ -59,12 +96,14 @@ def quality_argv(
     concurrency: tuple[int, ...] = (1,),
     tokenizer: Path | None = None,
     cold: bool = False,
+    benchy_args: tuple[str, ...] = (),
 ) -> list[str]:
     """The tool-eval-bench command line: quality only, or its perf part only (`perf=True`).
 
     Its perf part drives llama-benchy with `--no-cache` and without prefix caching unless asked:
     the seed's §3 artifact. Unless `cold`, `--enable-prefix-caching` goes through
-    `--benchy-args`, as the seed's fixed `sm121 bench` does.
+    `--benchy-args`, as the seed's fixed `sm121 bench` does; `benchy_args` adds more (offline:
+    `--book-url`, `--skip-coherence`).
     """
     argv = [exe, "--base-url", f"{base_url}/v1", "--model", model, "--label", label]
     argv += ["--output-dir", str(output_dir)]
@@ -75,6 +114,7 @@ def quality_argv(
         argv += ["--concurrency", ",".join(map(str, concurrency))]
         if tokenizer is not None:
             argv += ["--tokenizer", str(tokenizer)]
-        if not cold:
-            argv += ["--benchy-args", shlex.join(["--enable-prefix-caching"])]
+        extra = benchy_args if cold else ("--enable-prefix-caching", *benchy_args)
+        if extra:
+            argv += ["--benchy-args", shlex.join(extra)]
     return argv

@@ -37,6 +37,7 @@ from cockpit.bench.run import (
 )
 from cockpit.config import load_inventory
 from cockpit.errors import EXIT_FAILED, InputError
+from cockpit.ops import readiness
 from cockpit.ops.events import OpEvent
 from cockpit.plan import plan_lane
 from cockpit.ssh.inventory import pool_for
@@ -230,7 +231,10 @@ def bench_cmd(
                 )  # fmt: skip
                 return remote_events(pool, bench_host, argv)
 
-            return await _watch(bench(req, source=source), table)
+            # the cockpit host asks the engine for its model and speed, through a forward
+            # when the head's address is not reachable from here
+            local_url = await readiness.base_url(pool, plan)
+            return await _watch(bench(req, source=source, local_url=local_url), table)
 
     last = asyncio.run(run())
     for result in table.results.values():

@@ -11,7 +11,7 @@ from cockpit.bench import benchy, forensics, probe
 from cockpit.bench.environment import link_kind, route_device, time_scale
 from cockpit.bench.events import BenchWarning, PointFinished, event_line, parse_event_line
 from cockpit.bench.models import Flag, FlagKind, PointResult, PointSpec
-from cockpit.bench.quality import parse_quality, quality_argv
+from cockpit.bench.quality import parse_perf_table, parse_quality, quality_argv
 from cockpit.bench.remote import remote_argv
 from cockpit.bench.watch import scan_counters
 
@@ -165,3 +165,10 @@ def test_events_roundtrip_as_json_lines() -> None:
     )
     assert argv[:3] == ["cockpit", "bench", "--events-jsonl"]
     assert "--cold" in argv and "--no-warmup" in argv
+
+
+def test_tool_eval_bench_perf_table() -> None:
+    [row] = parse_perf_table((FIX / "tool_eval_bench_perf_report.md").read_text())
+    assert row.test == "pp2048 tg128 @ d0"
+    assert (row.pp_tps, row.tg_tps, row.ttft_ms, row.total_ms) == (64950.0, 704.0, 61.0, 242.0)
+    assert parse_perf_table("| Test | pp t/s |\n|---|---|\n") == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -13,8 +14,10 @@ from click.testing import CliRunner, Result
 
 from cockpit.bench import artifacts, probe
 from cockpit.bench import report as rep
+from cockpit.bench.benchy import serve_book
 from cockpit.bench.events import BenchWarning, PointStarted, SweepFinished
 from cockpit.bench.models import FlagKind, PointSpec
+from cockpit.bench.quality import parse_perf_table, quality_argv
 from cockpit.bench.remote import remote_argv, remote_events
 from cockpit.bench.run import BenchRequest, bench, default_points
 from cockpit.cli import main
@@ -211,3 +214,45 @@ async def test_bench_host_streams_the_same_events_over_ssh(
     assert report.environment.driver == f"builtin on {node}"
     assert report.environment.client_link == "loopback"  # as the bench host reported it
     assert report.points[0].tg and report.environment.latency_ms > 0
+
+
+@pytest.mark.slow
+async def test_tool_eval_bench_perf_part_runs_on_the_lane(flash_lane: str, tmp_path: Path) -> None:
+    """Quality needs a real model; the invocation is checked with its perf part only."""
+    exe = Path(sys.executable).parent / "tool-eval-bench"
+    if not exe.exists():
+        pytest.skip("tool-eval-bench is not installed")
+    async with httpx.AsyncClient() as http:
+        model = (await http.get(f"{flash_lane}/v1/models")).json()["data"][0]["id"]
+    runner, book = await serve_book()
+    try:
+        argv = quality_argv(
+            flash_lane,
+            model,
+            "perf",
+            tmp_path,
+            exe=str(exe),
+            perf=True,
+            depths=(0,),
+            concurrency=(1,),
+            tokenizer=TOKENIZER_DIR,
+            benchy_args=("--book-url", book, "--skip-coherence"),
+        )
+        argv += ["--tg", "32", "--benchy-runs", "1", "--no-live"]
+        env = {
+            **os.environ,
+            "HOME": str(tmp_path),
+            "PATH": f"{exe.parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        }
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env
+        )
+        _, err = await asyncio.wait_for(proc.communicate(), timeout=240)
+    finally:
+        await runner.cleanup()
+    assert proc.returncode == 0, err.decode()[-2000:]
+    [report] = list(tmp_path.glob("**/*--perf.md"))
+    [row] = parse_perf_table(report.read_text())
+    assert row.test == "pp2048 tg32 @ d0"
+    tg = row.tg_tps / FLASH_SPEED  # its figures are wall-clock: ×10 the engine's
+    assert 40 < tg < 100, tg  # the seed's 67.3 t/s, give or take the simulator's ×10 noise
