@@ -5,13 +5,16 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from cockpit import ops
 from cockpit.bench import artifacts
 from cockpit.bench.models import PointSpec
 from cockpit.bench.run import BenchRequest, bench, default_points
 from cockpit.ops.context import OpContext
 from cockpit.ops.events import OpEvent, Planned
+from cockpit.ops.launch import launch
 from cockpit.ops.readiness import base_url
+from cockpit.ops.stop import stop
+from cockpit.ops.switch import switch
+from cockpit.ops.sync import sync_image
 from cockpit.plan import plan_lane
 from cockpit.tui.operations import LaneTarget
 
@@ -34,16 +37,16 @@ class FleetOperations:
         self.bench_points = bench_points or default_points()
 
     def launch(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
-        return ops.launch(self.ctx, self.ctx.inventory.recipe(target.lane), target.cluster)
+        return launch(self.ctx, self.ctx.inventory.recipe(target.lane), target.cluster)
 
     def stop(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
-        return ops.stop(self.ctx, lane=target.lane)
+        return stop(self.ctx, lane=target.lane)
 
     def sync(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
-        return ops.sync_image(self.ctx, self.ctx.inventory.recipe(target.lane), target.cluster)
+        return sync_image(self.ctx, self.ctx.inventory.recipe(target.lane), target.cluster)
 
     def switch(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
-        return ops.switch(self.ctx, self.ctx.inventory.recipe(target.lane), target.cluster)
+        return switch(self.ctx, self.ctx.inventory.recipe(target.lane), target.cluster)
 
     async def bench(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
         """The sweep's points as the plan, then the bench operation's own events."""

@@ -98,10 +98,17 @@ class FleetFeed:
 
     name = "fleet"
 
-    def __init__(self, inventory: Inventory, pool: SshPool, pace: Pace | None = None) -> None:
+    def __init__(
+        self,
+        inventory: Inventory,
+        pool: SshPool,
+        pace: Pace | None = None,
+        scrape_s: float = SCRAPE_S,
+    ) -> None:
         self.inventory = inventory
         self.pool = pool
         self.pace = pace or Pace()
+        self.scrape_s = scrape_s
         self._refs = sorted({r.image.ref for r in inventory.recipes.values()})
         self._seen: dict[str, tuple[NodeFacts, NodeState]] = {}
         self._logs: dict[tuple[str, str], asyncio.Task[None]] = {}
@@ -200,4 +207,4 @@ class FleetFeed:
                 if response.status_code == 200:
                     metrics = parse_metrics(response.text, at=time.time())
                     self._engine.append(EngineSampled(lane, cluster, metrics))
-            await asyncio.sleep(SCRAPE_S)
+            await asyncio.sleep(self.scrape_s)

@@ -243,8 +243,11 @@ class Store:
             if event.op in ("launch", "switch"):
                 self._boot.pop(f"{event.lane}@{event.cluster}", None)
             return
-        if current is None:
-            current = OpView(event.op, event.lane, event.cluster, event.ts, ())
+        if current is None:  # an event that names less (no cluster): the running op it belongs to
+            key = next((k for k in self._ops if k[0] == event.op and event.lane in ("", k[1])), key)
+            current = self._ops.get(key) or OpView(
+                event.op, event.lane, event.cluster, event.ts, ()
+            )
         match event:
             case StepStarted():
                 where = f" on {event.node}" if event.node else ""
@@ -361,7 +364,9 @@ class Store:
             image_ok=self._image_ok(lane, nodes),
             bench_headline=self._bench_headline(lane, cluster),
         )
-        running = [op for (_, ln, cl), op in self._ops.items() if ln == lane and cl == cluster]
+        running = [  # an op without a cluster (stop by lane) concerns the lane wherever it runs
+            op for (_, ln, cl), op in self._ops.items() if ln == lane and cl in (cluster, "")
+        ]
         ranks = self._ranks_of(lane, cluster)
         boot = self._boot.get(key)
         if running:

@@ -51,11 +51,11 @@ def bench_table(points: tuple[BenchRow, ...], colours: Palette) -> Table | Text:
     for p in points:
         if p.lane == lane:
             rows.setdefault(p.depth, {})[p.concurrency] = p
-    table = Table(box=None, padding=(0, 1), title=lane, title_style=colours.muted)
+    table = Table(box=None, padding=(0, 1), title=lane, title_style=colours.muted, expand=False)
     table.add_column("depth", justify="right")
     for c in (1, 2):
         table.add_column(f"tg c{c}", justify="right")
-        table.add_column("Δ", justify="right")
+        table.add_column("Δbase", justify="right")
     table.add_column("pp c1", justify="right")
     table.add_column("flags")
     for depth in sorted(rows):

@@ -12,7 +12,7 @@ from cockpit.tui.widgets.palette import palette_of
 from cockpit.tui.widgets.pane import Pane, ViewContext
 
 COLUMNS = ("lane", "cluster", "state", "endpoint", "image", "last bench")
-STATE_WIDTH = 34  # a failure reason is cut here; enter shows it whole
+STATE_WIDTH = 28  # a failure reason is cut here; enter shows it whole
 
 
 def _clip(text: str, width: int) -> str:

@@ -1,0 +1,157 @@
+"""The issue's Done-when flows, driven with Pilot on a simulated fleet over real SSH: launch with
+`l`, watch the lane reach serving, bench with `b` and see KV and throughput move, switch with
+`w`, stop with `s`. Every operation is confirmed on its plan first."""
+
+from __future__ import annotations
+
+import random
+import re
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+
+from cockpit.bench.models import PointSpec
+from cockpit.cli.tui_cmd import TOKENIZER_DIR
+from cockpit.config import load_inventory
+from cockpit.ops.context import OpContext
+from cockpit.sim.fleet import SimFleet
+from cockpit.ssh.inventory import pool_for
+from cockpit.status.probe import Pace
+from cockpit.tui.app import CockpitApp
+from cockpit.tui.feeds.fleet import FleetFeed
+from cockpit.tui.fleet_ops import FleetOperations
+from cockpit.tui.screens.confirm import ConfirmScreen
+from cockpit.tui.settings import TuiSettings
+from cockpit.tui.state import FleetSnapshot, LanePhase, NodeHealth
+from cockpit.tui.widgets.lanes import LanesPane
+
+QWEN = "qwen3-0.6b-2x"
+OTHER = "qwen3-0.6b-2x-b"
+CLUSTER = "2nodes-dac"
+SPEED = 200.0
+POINTS = (PointSpec(4096, 1, 512, 32), PointSpec(4096, 2, 512, 32))
+
+
+def free_port(fleet: SimFleet, avoid: set[int]) -> int:
+    """A TCP port free on every node address (parallel runs share 127.0.0.1x)."""
+    while True:
+        port = random.randint(20000, 29999)
+        try:
+            for node in fleet.nodes:
+                with socket.socket() as probe:
+                    probe.bind((node.host, port))
+        except OSError:
+            continue
+        if port not in avoid:
+            return port
+
+
+def prepare(fleet: SimFleet) -> None:
+    """A second Qwen lane to switch to, and this fleet's own serve/rendezvous ports."""
+    text = (fleet.inventory_dir / f"{QWEN}.toml").read_text()
+    (fleet.inventory_dir / f"{OTHER}.toml").write_text(
+        text.replace(f'name = "{QWEN}"', f'name = "{OTHER}"')
+    )
+    path = fleet.inventory_dir / "clusters.toml"
+    serve = free_port(fleet, set())
+    master = free_port(fleet, {serve})
+    text = re.sub(r"(?m)^serve_port = \d+", f"serve_port = {serve}", path.read_text())
+    path.write_text(re.sub(r"(?m)^master_port = \d+", f"master_port = {master}", text))
+
+
+async def until(
+    pilot: Pilot, what: str, cond: Callable[[FleetSnapshot], bool], timeout: float
+) -> FleetSnapshot:
+    app = pilot.app
+    assert isinstance(app, CockpitApp)
+    deadline = time.monotonic() + timeout
+    while True:
+        snap = app.store.snapshot(time.time())
+        if cond(snap):
+            print(f"{what}: {time.monotonic() - deadline + timeout:.1f}s")
+            return snap
+        assert time.monotonic() < deadline, f"timed out waiting for {what}: {snap.lanes} {snap.ops}"
+        await pilot.pause(0.25)
+
+
+def phase(snap: FleetSnapshot, lane: str) -> LanePhase:
+    view = snap.lane(f"{lane}@{CLUSTER}")
+    assert view is not None
+    return view.phase
+
+
+async def press_on_lane(pilot: Pilot, lane: str, key: str) -> ConfirmScreen:
+    app = pilot.app
+    while any(w.group == "ops" and w.is_running for w in app.workers):
+        await pilot.pause(0.1)  # the last operation has released its node locks
+    pane = app.screen.query_one(LanesPane)
+    pane.table.move_cursor(row=pane.table.get_row_index(f"{lane}@{CLUSTER}"))
+    pane.table.focus()
+    await pilot.pause(0.1)
+    await pilot.press(key)
+    deadline = time.monotonic() + 30
+    while not isinstance(app.screen, ConfirmScreen):  # the plan may need a survey of the nodes
+        assert time.monotonic() < deadline, f"no confirmation after {key!r}"
+        await pilot.pause(0.1)
+    return app.screen
+
+
+@pytest.mark.slow
+async def test_launch_bench_switch_stop_from_the_keys(
+    fleet_factory: Callable[..., SimFleet], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COCKPIT_STATE_DIR", str(tmp_path / "state"))
+    fleet = fleet_factory(8, speed=SPEED)
+    prepare(fleet)
+    inventory = load_inventory(fleet.inventory_dir)
+    async with pool_for(inventory) as pool:
+        ops = FleetOperations(
+            OpContext(inventory, pool), tmp_path / "reports", TOKENIZER_DIR, POINTS
+        )
+        feed = FleetFeed(inventory, pool, Pace(gpu_ms=250, slow_s=0.5, images_every=2), 0.5)
+        app = CockpitApp(inventory, feeds=[feed], operations=ops,
+                         settings=TuiSettings(tmp_path / "tui.toml"))  # fmt: skip
+        async with app.run_test(size=(160, 48)) as pilot:
+            await until(pilot, "a live fleet",
+                        lambda s: all(n.health is NodeHealth.LIVE for n in s.nodes), 30)  # fmt: skip
+
+            confirm = await press_on_lane(pilot, QWEN, "l")
+            assert "start dgx2, dgx1 (head last)" in confirm.planned.summary
+            await pilot.press("y")
+            await until(pilot, "qwen serving", lambda s: phase(s, QWEN) is LanePhase.SERVING, 90)
+
+            await press_on_lane(pilot, QWEN, "b")
+            await pilot.press("y")
+            moved = {"gen": 0.0, "prompt": 0.0, "prefix_hit": 0.0}
+
+            def bench_done(s: FleetSnapshot) -> bool:
+                eng = s.engines.get(f"{QWEN}@{CLUSTER}")
+                if eng is not None:
+                    moved["gen"] = max(moved["gen"], eng.gen_tps or 0.0)
+                    moved["prompt"] = max(moved["prompt"], eng.prompt_tps or 0.0)
+                    moved["prefix_hit"] = max(moved["prefix_hit"], eng.prefix_hit_rate or 0.0)
+                return any(op.op == "bench" and not op.running for op in s.ops)
+
+            snap = await until(pilot, "the bench", bench_done, 120)
+            bench = next(op for op in snap.ops if op.op == "bench")
+            assert bench.ok, bench.summary
+            assert len(snap.bench) == 2 and all(r.tg_tps for r in snap.bench)
+            # throughput moved, and the KV pane's prefix-cache hits (warm-prefix points reuse the
+            # context's blocks); at 200x speed a request is over between two gauge scrapes
+            assert moved["gen"] > 0 and moved["prompt"] > 0 and moved["prefix_hit"] > 0, moved
+
+            confirm = await press_on_lane(pilot, OTHER, "w")
+            assert f"stop {QWEN}" in confirm.planned.summary
+            await pilot.press("y")
+            await until(pilot, "the switch",
+                        lambda s: phase(s, OTHER) is LanePhase.SERVING
+                        and phase(s, QWEN) is LanePhase.STOPPED, 90)  # fmt: skip
+
+            await press_on_lane(pilot, OTHER, "s")
+            await pilot.press("y")
+            await until(pilot, "the stop", lambda s: phase(s, OTHER) is LanePhase.STOPPED, 60)
+            app.exit()
