@@ -147,7 +147,7 @@ async def test_hang_is_detected_recorded_and_survived(tmp_path: Path) -> None:
     with running_engine(
         tmp_path / "engine", model=SMALL, tp=1, speed=10.0, faults=("hang_after_start",)
     ) as url:
-        points = (PointSpec(0, 1, 256, 8), PointSpec(0, 2, 256, 8))
+        points = (PointSpec(0, 2, 256, 8),)  # test_driver_fake: the next point still runs
         req = BenchRequest(
             lane="small",
             cluster="sim",
@@ -162,7 +162,7 @@ async def test_hang_is_detected_recorded_and_survived(tmp_path: Path) -> None:
         )
         events = [e async for e in bench(req)]
     warnings = [e for e in events if isinstance(e, BenchWarning) and e.hang]
-    assert len(warnings) == 4  # each point: hung, retried, hung again, skipped
+    assert len(warnings) == 2  # hung, retried; hung again, skipped
     last = events[-1]
     assert isinstance(last, SweepFinished) and not last.ok
     report = artifacts.load_report(Path(last.report_json))
