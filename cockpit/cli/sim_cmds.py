@@ -194,8 +194,8 @@ def demo(
 
 def _open_tui(ctx: click.Context, fleet: SimFleet) -> bool:
     """The TUI on the fleet for as long as the operator keeps it open (False: no `tui` command)."""
-    root_cli = ctx.find_root().command
-    tui = root_cli.commands.get("tui") if isinstance(root_cli, click.Group) else None
+    root = ctx.find_root()
+    tui = root.command.get_command(root, "tui") if isinstance(root.command, click.Group) else None
     if tui is None:
         return False
     ctx.obj = {**(ctx.obj or {}), "inventory": fleet.inventory_dir}

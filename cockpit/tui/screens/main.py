@@ -67,7 +67,7 @@ class MainScreen(Screen[None]):
                 yield KvPane()
                 yield ThroughputPane()
                 yield BenchPane()
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.sub_title = "READ-ONLY" if self.cockpit.readonly else self.cockpit.fleet_label

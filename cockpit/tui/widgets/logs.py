@@ -40,8 +40,11 @@ class _TailPane(Pane):
     def on_mouse_scroll_up(self, _: MouseScrollUp) -> None:
         self.tail().set_following(False)
 
+    shed = 0  # lines the feed dropped during floods (the tail shows the newest)
+
     def refresh_subtitle(self) -> None:
-        self.retitle(subtitle=self.tail().describe())
+        shed = f" · {self.shed} shed in floods" if self.shed else ""
+        self.retitle(subtitle=self.tail().describe() + shed)
 
 
 class NcclPane(_TailPane):
@@ -83,6 +86,7 @@ class LogPane(_TailPane):
         self.source = source
         self.retitle(f"Log {source[0]}/rank {source[1]}" if source else "Log")
         self.tail().feed(source, snap.logs.get(source, ()) if source else (), palette_of(self.app))
+        self.shed = snap.dropped.get(source, 0) if source else 0
         self.refresh_subtitle()
 
     def open_search(self) -> None:
