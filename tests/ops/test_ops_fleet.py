@@ -194,7 +194,7 @@ async def test_clean_launch_to_ready_then_stop_is_idempotent(cockpit: Cockpit) -
     firsts = [order.index(p) for p in dict.fromkeys(phases)]  # each phase where it first began
     assert firsts == sorted(firsts)
     async with httpx.AsyncClient() as client:
-        url = f"http://127.0.0.11:{cockpit.inventory.serve_port}/health"
+        url = f"http://{cockpit.inventory.nodes['dgx1'].host}:{cockpit.inventory.serve_port}/health"
         assert (await client.get(url)).status_code == 200
     assert cockpit.ctx.history.last_seconds(QWEN, "2nodes-dac") is not None
     first = finished(await run(stop(cockpit.ctx, lane=QWEN)))
@@ -368,7 +368,7 @@ def test_cli_exit_codes_launch_switch_unconfirmed_stop(fleet: SimFleet, state_di
     up = cockpit_cli(fleet, state_dir, "launch", "-r", QWEN, "-c", "2nodes-dac",
                      "--boot-timeout", str(BOOT_TIMEOUT))  # fmt: skip
     assert up.returncode == 0, up.stdout + up.stderr
-    assert "done: qwen3-0.6b-2x ready at http://127.0.0.11:" in up.stdout
+    assert f"done: qwen3-0.6b-2x ready at http://{fleet.nodes[0].host}:" in up.stdout
     declined = cockpit_cli(fleet, state_dir, "switch", "-r", PINNED, "-c", "2nodes-dac",
                            stdin="n\n")  # fmt: skip
     assert declined.returncode == 2 and "not confirmed" in declined.stdout

@@ -35,7 +35,7 @@ def test_sim_up_writes_inventory_and_down_leaves_nothing(tmp_path: Path) -> None
         stop = run_cockpit("sim", "stop-node", "dgx2", "--dir", root)
         assert stop.returncode == 0
         with socket.socket() as probe:
-            assert probe.connect_ex(("127.0.0.12", fleet.port)) != 0
+            assert probe.connect_ex((fleet.nodes[1].host, fleet.port)) != 0
         pid = fleet.pid()
     finally:
         down = run_cockpit("sim", "down", "--dir", root)
@@ -43,4 +43,4 @@ def test_sim_up_writes_inventory_and_down_leaves_nothing(tmp_path: Path) -> None
     assert pid is not None and fleet.pid() is None
     assert fleet.leftover_processes() == []
     with socket.socket() as probe:
-        assert probe.connect_ex(("127.0.0.11", fleet.port)) != 0
+        assert probe.connect_ex((fleet.nodes[0].host, fleet.port)) != 0

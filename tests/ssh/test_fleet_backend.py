@@ -66,8 +66,9 @@ async def test_cancelled_reader_kills_a_silent_command(fleet: SimFleet) -> None:
 
 async def test_another_nodes_host_key_is_refused(fleet: SimFleet, tmp_path: Path) -> None:
     lines = fleet.known_hosts.read_text().splitlines()
-    dgx1 = next(line for line in lines if line.startswith("[127.0.0.11]"))
-    dgx2_key = next(line for line in lines if line.startswith("[127.0.0.12]")).split(" ", 1)[1]
+    host1, host2 = fleet.nodes[0].host, fleet.nodes[1].host
+    dgx1 = next(line for line in lines if line.startswith(f"[{host1}]"))
+    dgx2_key = next(line for line in lines if line.startswith(f"[{host2}]")).split(" ", 1)[1]
     forged = tmp_path / "known_hosts"
     forged.write_text(f"{dgx1.split(' ', 1)[0]} {dgx2_key}\n")
     settings = Settings(forged, (fleet.client_key,), 3.0)
@@ -75,8 +76,8 @@ async def test_another_nodes_host_key_is_refused(fleet: SimFleet, tmp_path: Path
         with pytest.raises(HostKeyRejected) as refused:
             await pool.run("dgx1", "true")
     message = str(refused.value)
-    assert message.startswith("dgx1: host key of 127.0.0.11 port ") and "CHANGED" in message
-    assert f"ssh-keyscan -p {fleet.port} 127.0.0.11 >> {forged}" in message
+    assert message.startswith(f"dgx1: host key of {host1} port ") and "CHANGED" in message
+    assert f"ssh-keyscan -p {fleet.port} {host1} >> {forged}" in message
 
 
 async def test_hung_node_costs_its_timeout_while_the_fleet_answers(

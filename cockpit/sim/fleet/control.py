@@ -108,7 +108,7 @@ class SimFleet:
 
     @property
     def nodes(self) -> list[SimNode]:
-        return [SimNode(n, node_host(n), self.port) for n in self.names]
+        return [SimNode(n, node_host(n, self.config.subnet), self.port) for n in self.names]
 
     @property
     def client_key(self) -> Path:

@@ -65,9 +65,11 @@ class FleetDaemon:
     def _endpoint(self, name: str, port: int) -> Endpoint:
         node_dir = self.layout.node_dir(name)
         if self.config.server == "openssh":
-            return OpensshEndpoint(name, node_host(name), port, node_dir, self.layout.root)
+            return OpensshEndpoint(
+                name, node_host(name, self.config.subnet), port, node_dir, self.layout.root
+            )
         return AsyncsshEndpoint(
-            node_host(name),
+            node_host(name, self.config.subnet),
             port,
             node_dir / "ssh" / "ssh_host_ed25519_key",
             self.layout.ssh_dir / "authorized_keys",
@@ -77,7 +79,7 @@ class FleetDaemon:
     async def start(self) -> None:
         host_keys = provision(self.layout, self.config)
         for attempt in range(PORT_ATTEMPTS):
-            port = pick_port([node_host(n) for n in self.names])
+            port = pick_port([node_host(n, self.config.subnet) for n in self.names])
             self.endpoints = {n: self._endpoint(n, port) for n in self.names}
             try:
                 await asyncio.gather(*(e.start() for e in self.endpoints.values()))

@@ -14,20 +14,27 @@
 from __future__ import annotations
 
 import json
+import secrets
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
 ServerKind = Literal["asyncssh", "openssh"]
-FIRST_OCTET = 10  # dgxK listens on 127.0.0.(FIRST_OCTET + K)
+FIRST_OCTET = 10  # dgxK listens on <subnet>.(FIRST_OCTET + K)
 
 
 def node_names(count: int) -> list[str]:
     return [f"dgx{i}" for i in range(1, count + 1)]
 
 
-def node_host(name: str) -> str:
-    return f"127.0.0.{FIRST_OCTET + int(name.removeprefix('dgx'))}"
+def node_host(name: str, subnet: str) -> str:
+    return f"{subnet}.{FIRST_OCTET + int(name.removeprefix('dgx'))}"
+
+
+def random_subnet() -> str:
+    """A /24 of its own inside 127.0.0.0/8, so fleets running side by side (two test runs, a demo
+    and a test) never share an address: their serve and rendezvous ports cannot collide."""
+    return f"127.{secrets.randbelow(254) + 1}.{secrets.randbelow(256)}"
 
 
 @dataclass
@@ -42,6 +49,7 @@ class FleetConfig:
     link_mbps: float | None = None
     links: dict[str, float] = field(default_factory=dict)
     user: str = "root"
+    subnet: str = field(default_factory=random_subnet)
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self), indent=1))

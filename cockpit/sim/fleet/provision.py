@@ -103,7 +103,7 @@ def node_env(layout: FleetLayout, config: FleetConfig, name: str) -> dict[str, s
     env = {
         "COCKPIT_SIM_NODE": name,
         "COCKPIT_SIM_NODE_DIR": str(node_dir),
-        "COCKPIT_SIM_NODE_ADDR": node_host(name),
+        "COCKPIT_SIM_NODE_ADDR": node_host(name, config.subnet),
         "COCKPIT_SIM_FLEET_DIR": str(layout.root),
         "COCKPIT_SIM_SPEED": repr(config.speed),
         "COCKPIT_SIM_BIN": str(layout.bin_dir),
@@ -210,7 +210,10 @@ def write_inventory(
     document = {
         "defaults": defaults,
         "ssh": ssh,
-        "nodes": {n: {"host": node_host(n), "port": port, "user": config.user} for n in names},
+        "nodes": {
+            n: {"host": node_host(n, config.subnet), "port": port, "user": config.user}
+            for n in names
+        },
         "clusters": clusters,
     }
     header = (
@@ -218,7 +221,9 @@ def write_inventory(
         "# model_cache is relative: every session starts in the node's own $HOME.\n\n"
     )
     (layout.root / "clusters.toml").write_text(header + tomli_w.dumps(document))
-    known = "".join(f"[{node_host(n)}]:{port} {public_line(host_keys[n])}\n" for n in names)
+    known = "".join(
+        f"[{node_host(n, config.subnet)}]:{port} {public_line(host_keys[n])}\n" for n in names
+    )
     (layout.root / "known_hosts").write_text(known)
     (layout.ssh_dir / "known_hosts").write_text(known)
     for recipe in recipes_dir.glob("*.toml"):
@@ -232,6 +237,6 @@ def write_inventory(
         "port": port,
         "speed": config.speed,
         "links": config.links,
-        "nodes": {n: {"host": node_host(n), "port": port} for n in names},
+        "nodes": {n: {"host": node_host(n, config.subnet), "port": port} for n in names},
     }
     layout.fleet_json.write_text(json.dumps(fleet, indent=1))
