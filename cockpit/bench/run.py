@@ -212,8 +212,10 @@ async def run_quality(req: BenchRequest, model: str) -> tuple[Quality | None, st
         return None, f"quality not measured: {req.quality_exe} is not installed"
     out_dir = req.reports_dir / f".tool-eval-bench-{artifacts.safe_label(req.label)}"
     argv = quality_argv(req.endpoint, model, req.label, out_dir, exe=exe)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    # Run inside its output folder: tool-eval-bench keeps a data/benchmarks.sqlite in its cwd.
     proc = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, cwd=out_dir
     )
     try:
         output, _ = await proc.communicate()

@@ -245,7 +245,11 @@ async def test_tool_eval_bench_perf_part_runs_on_the_lane(flash_lane: str, tmp_p
             "PATH": f"{exe.parent}{os.pathsep}{os.environ.get('PATH', '')}",
         }
         proc = await asyncio.create_subprocess_exec(
-            *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env
+            *argv,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+            cwd=tmp_path,
         )
         _, err = await asyncio.wait_for(proc.communicate(), timeout=240)
     finally:
