@@ -106,7 +106,7 @@ class CockpitApp(App[None]):
             if binding.action in ("quit", "help"):
                 continue
             yield SystemCommand(
-                binding.description,
-                binding.tooltip or binding.description,
+                binding.tooltip or binding.description,  # what palette searches match
+                f"key: {binding.key_display or binding.key}",
                 partial(main.run_action, binding.action),
             )

@@ -16,7 +16,7 @@ from cockpit.ops.events import Planned
 
 def plan_text(planned: Planned) -> Text:
     """What will happen, step by step, as the operation itself planned it."""
-    where = f"{planned.lane}@{planned.cluster}" if planned.lane else planned.cluster
+    where = "@".join(part for part in (planned.lane, planned.cluster) if part)
     out = Text()
     out.append(f"{planned.op} {where}\n", style="bold")
     if planned.summary:

@@ -23,7 +23,7 @@ def op_lines(ops: tuple[OpView, ...], now: float, width: int, colours: Palette) 
     for i, op in enumerate(ops):
         if i:
             out.append("\n")
-        where = f"{op.lane}@{op.cluster}" if op.lane else op.cluster
+        where = "@".join(part for part in (op.lane, op.cluster) if part)
         if op.running:
             out.append("▶ ", style=colours.accent)
             out.append(f"{op.op} {where} ", style="bold")
@@ -42,8 +42,12 @@ def op_lines(ops: tuple[OpView, ...], now: float, width: int, colours: Palette) 
     return out
 
 
+def _tps(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0f}" if value >= 100 else f"{value:.1f}"
+
+
 def bench_table(points: tuple[BenchRow, ...], colours: Palette) -> Table | Text:
-    """depth × c1/c2 tg tokens/s, the baseline beside it with the delta, honesty flags inline."""
+    """depth × c1/c2 tg tokens/s, Δ against the baseline when there is one, pp, honesty flags."""
     if not points:
         return Text("no bench yet: b benches the selected lane", style=colours.muted)
     lane = points[-1].lane
@@ -51,26 +55,28 @@ def bench_table(points: tuple[BenchRow, ...], colours: Palette) -> Table | Text:
     for p in points:
         if p.lane == lane:
             rows.setdefault(p.depth, {})[p.concurrency] = p
-    table = Table(box=None, padding=(0, 1), title=lane, title_style=colours.muted, expand=False)
-    table.add_column("depth", justify="right")
+    with_base = any(p.baseline_tg_tps for p in points if p.lane == lane)
+    table = Table(box=None, padding=(0, 1), title=lane, title_style=colours.muted)
+    table.add_column("depth", justify="right", no_wrap=True)
     for c in (1, 2):
-        table.add_column(f"tg c{c}", justify="right")
-        table.add_column("Δbase", justify="right")
-    table.add_column("pp c1", justify="right")
-    table.add_column("flags")
+        table.add_column(f"tg c{c}", justify="right", no_wrap=True)
+        if with_base:
+            table.add_column("Δ", justify="right", no_wrap=True)
+    table.add_column("pp c1", justify="right", no_wrap=True)
+    table.add_column("flags", overflow="fold")
     for depth in sorted(rows):
         cells: list[Text | str] = [f"{depth // 1024}K" if depth else "0"]
         flags: list[str] = []
         for c in (1, 2):
             p = rows[depth].get(c)
-            cells.append(num(p.tg_tps) if p else "…")
-            if p and p.tg_tps is not None and p.baseline_tg_tps:
-                delta = (p.tg_tps - p.baseline_tg_tps) / p.baseline_tg_tps
-                cells.append(
-                    Text(f"{delta:+.0%}", style=colours.ok if delta >= -0.05 else colours.error)
-                )
-            else:
-                cells.append("")
+            cells.append(_tps(p.tg_tps) if p else "…")
+            if with_base:
+                if p and p.tg_tps is not None and p.baseline_tg_tps:
+                    delta = (p.tg_tps - p.baseline_tg_tps) / p.baseline_tg_tps
+                    style = colours.ok if delta >= -0.05 else colours.error
+                    cells.append(Text(f"{delta:+.0%}", style=style))
+                else:
+                    cells.append("")
             if p:
                 flags.extend(f for f in p.flags if f not in flags)
         c1 = rows[depth].get(1)
