@@ -31,11 +31,9 @@ from aiohttp import web
 
 from cockpit.bench import forensics, honesty
 from cockpit.bench.client import Clock
-from cockpit.bench.environment import client_facts
+from cockpit.bench.driver import Driver, DriverConfig
 from cockpit.bench.events import (
-    OP,
     BenchWarning,
-    ClientInfo,
     LatencyMeasured,
     PointFinished,
     PointStarted,
@@ -52,29 +50,13 @@ from cockpit.bench.models import (
 )
 from cockpit.bench.prompts import book_text
 from cockpit.bench.watch import MetricsSampler, Watchdog
-from cockpit.ops.events import OpEvent, Planned
+from cockpit.ops.events import OpEvent
 
 PROGRESS_SCHEMA = "llama-benchy-progress.v1"
 
 
-@dataclass(frozen=True)
-class BenchyConfig:
-    base_url: str
-    model: str
-    points: tuple[PointSpec, ...]
-    tokenizer_dir: Path
-    runs: int = 3
-    warmup: bool = True
-    time_scale: float = 1.0
-    hang_timeout_s: float = 300.0
-    metrics_interval_s: float = 5.0
-    retries: int = 1
-    exe: tuple[str, ...] = ("llama-benchy",)
-    latency_mode: str = "api"
-
-
 def benchy_argv(
-    cfg: BenchyConfig, points: Sequence[PointSpec], book_url: str, result: Path
+    cfg: DriverConfig, points: Sequence[PointSpec], book_url: str, result: Path
 ) -> list[str]:
     """One llama-benchy command line for points sharing pp, tg and mode (it runs the grid)."""
     first = points[0]
@@ -252,7 +234,7 @@ class _WallClock(Clock):
         return time.time()
 
 
-class BenchyDriver:
+class BenchyDriver(Driver):
     """Runs the points with llama-benchy; yields the same events as the built-in driver.
 
     One process per group of points (its startup costs seconds). On a hang the process gets
@@ -262,34 +244,22 @@ class BenchyDriver:
 
     name = "llama-benchy 0.4.0"
 
-    def __init__(self, cfg: BenchyConfig, lane: str = "", cluster: str = "") -> None:
-        self.cfg = cfg
-        self.lane, self.cluster = lane, cluster
-
-    def _ev(self, cls: type[OpEvent], **kw: object) -> OpEvent:
-        return cls(op=OP, lane=self.lane, cluster=self.cluster, **kw)  # type: ignore[arg-type]
-
     async def events(self) -> AsyncIterator[OpEvent]:
         cfg = self.cfg
-        yield self._ev(Planned, steps=tuple(p.label for p in cfg.points), summary=cfg.base_url)
-        yield self._ev(ClientInfo, **client_facts(cfg.base_url))
+        for event in self._opening():
+            yield event
         with tempfile.TemporaryDirectory(prefix="cockpit-benchy-") as tmp:
             runner, book_url = await serve_book()
             try:
-                async with httpx.AsyncClient(timeout=30.0) as http:
-                    interval = min(cfg.metrics_interval_s, cfg.hang_timeout_s / 4)
-                    sampler = MetricsSampler(http, cfg.base_url, _WallClock(), interval)
-                    watchdog = Watchdog(sampler, cfg.hang_timeout_s)
-                    sampling = asyncio.create_task(sampler.run())
-                    try:
-                        for group in groups(cfg.points):
-                            async for event in self._group(
-                                group, Path(tmp), book_url, sampler, watchdog
-                            ):
-                                yield event
-                    finally:
-                        sampling.cancel()
-                        await asyncio.gather(sampling, return_exceptions=True)
+                async with (
+                    httpx.AsyncClient(timeout=30.0) as http,
+                    self._watching(http, _WallClock()) as (sampler, watchdog),
+                ):
+                    for group in groups(cfg.points):
+                        async for event in self._group(
+                            group, Path(tmp), book_url, sampler, watchdog
+                        ):
+                            yield event
             finally:
                 await runner.cleanup()
 

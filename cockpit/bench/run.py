@@ -17,8 +17,9 @@ from pathlib import Path
 import httpx
 
 from cockpit.bench import artifacts, environment, honesty
-from cockpit.bench.benchy import BenchyConfig, BenchyDriver
+from cockpit.bench.benchy import BenchyDriver
 from cockpit.bench.client import served_model
+from cockpit.bench.driver import DriverConfig
 from cockpit.bench.events import (
     OP,
     BenchWarning,
@@ -30,7 +31,7 @@ from cockpit.bench.events import (
 )
 from cockpit.bench.models import Environment, PointResult, PointSpec, Quality, Report
 from cockpit.bench.quality import parse_quality, quality_argv
-from cockpit.bench.sweep import BuiltinDriver, DriverConfig
+from cockpit.bench.sweep import BuiltinDriver
 from cockpit.ops.events import OpEvent
 
 PERF_DEPTHS = (0, 4096, 8192)
@@ -86,38 +87,21 @@ def prefix_cache_mode(points: tuple[PointSpec, ...]) -> str:
 
 
 def make_driver(req: BenchRequest, model: str, scale: float) -> BuiltinDriver | BenchyDriver:
-    if req.driver == "llama-benchy":
-        return BenchyDriver(
-            BenchyConfig(
-                base_url=req.endpoint,
-                model=model,
-                points=req.points,
-                tokenizer_dir=req.tokenizer_dir,
-                runs=req.runs,
-                warmup=req.warmup,
-                time_scale=scale,
-                hang_timeout_s=req.hang_timeout_s,
-                metrics_interval_s=req.metrics_interval_s,
-                exe=req.benchy_exe,
-            ),
-            lane=req.lane,
-            cluster=req.cluster,
-        )
-    return BuiltinDriver(
-        DriverConfig(
-            base_url=req.endpoint,
-            model=model,
-            points=req.points,
-            tokenizer_dir=req.tokenizer_dir,
-            runs=req.runs,
-            warmup=req.warmup,
-            time_scale=scale,
-            hang_timeout_s=req.hang_timeout_s,
-            metrics_interval_s=req.metrics_interval_s,
-        ),
-        lane=req.lane,
-        cluster=req.cluster,
+    cfg = DriverConfig(
+        base_url=req.endpoint,
+        model=model,
+        points=req.points,
+        tokenizer_dir=req.tokenizer_dir,
+        runs=req.runs,
+        warmup=req.warmup,
+        time_scale=scale,
+        hang_timeout_s=req.hang_timeout_s,
+        metrics_interval_s=req.metrics_interval_s,
+        exe=req.benchy_exe,
     )
+    if req.driver == "llama-benchy":
+        return BenchyDriver(cfg, lane=req.lane, cluster=req.cluster)
+    return BuiltinDriver(cfg, lane=req.lane, cluster=req.cluster)
 
 
 async def engine_facts(req: BenchRequest, url: str) -> tuple[str, float, str]:

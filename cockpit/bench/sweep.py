@@ -15,19 +15,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 from urllib.parse import urlsplit
 
 import httpx
 
 from cockpit.bench import forensics, honesty
 from cockpit.bench.client import Clock, chat_body, measure_latency, stream_chat
-from cockpit.bench.environment import client_facts
+from cockpit.bench.driver import Driver, DriverConfig
 from cockpit.bench.events import (
-    OP,
     BenchWarning,
-    ClientInfo,
     LatencyMeasured,
     PointFinished,
     PointStarted,
@@ -44,54 +41,33 @@ from cockpit.bench.models import (
 )
 from cockpit.bench.prompts import PromptMaker
 from cockpit.bench.watch import MetricsSampler, Watchdog
-from cockpit.ops.events import OpEvent, Planned
+from cockpit.ops.events import OpEvent
 
 PROGRESS_EVERY = 8  # tokens between two RequestProgress events of one stream
 
 
-@dataclass(frozen=True)
-class DriverConfig:
-    base_url: str
-    model: str
-    points: tuple[PointSpec, ...]
-    tokenizer_dir: Path
-    runs: int = 3
-    warmup: bool = True
-    time_scale: float = 1.0
-    hang_timeout_s: float = 300.0
-    metrics_interval_s: float = 5.0  # the watchdog's scrape interval while the client idles
-    retries: int = 1
-    seed: int | None = None  # None: fresh text every bench (the engine's prefix cache persists)
-    request_timeout_s: float = 3600.0
-
-
-class BuiltinDriver:
-    """Runs points; `events()` is the async generator the bench operation forwards."""
+class BuiltinDriver(Driver):
+    """Runs points with our own streaming client."""
 
     name = "builtin"
 
     def __init__(self, cfg: DriverConfig, lane: str = "", cluster: str = "") -> None:
-        self.cfg = cfg
-        self.lane, self.cluster = lane, cluster
+        super().__init__(cfg, lane, cluster)
         self.clock = Clock(cfg.time_scale)
         self._maker = PromptMaker(cfg.tokenizer_dir, seed=cfg.seed)
         self._tasks: set[asyncio.Task[RequestTiming]] = set()
         self._latency = 0.0
 
-    def _ev(self, cls: type[OpEvent], **kw: object) -> OpEvent:
-        return cls(op=OP, lane=self.lane, cluster=self.cluster, **kw)  # type: ignore[arg-type]
-
     async def events(self) -> AsyncIterator[OpEvent]:
         cfg = self.cfg
         limits = httpx.Limits(max_connections=max(p.concurrency for p in cfg.points) + 5)
         timeout = httpx.Timeout(cfg.request_timeout_s, connect=30.0)
-        yield self._ev(Planned, steps=tuple(p.label for p in cfg.points), summary=cfg.base_url)
-        yield self._ev(ClientInfo, **client_facts(cfg.base_url))
-        async with httpx.AsyncClient(limits=limits, timeout=timeout) as http:
-            interval = min(cfg.metrics_interval_s, cfg.hang_timeout_s / 4)
-            sampler = MetricsSampler(http, cfg.base_url, self.clock, interval)
-            watchdog = Watchdog(sampler, cfg.hang_timeout_s)
-            sampling = asyncio.create_task(sampler.run())
+        for event in self._opening():
+            yield event
+        async with (
+            httpx.AsyncClient(limits=limits, timeout=timeout) as http,
+            self._watching(http, self.clock) as (sampler, watchdog),
+        ):
             try:
                 # llama-benchy's start-up warm-up: the first stream of a fresh client pays for
                 # lazy imports and connection setup, which must not land in a measured run
@@ -118,10 +94,9 @@ class BuiltinDriver:
                     async for event in self._point_with_watchdog(http, spec, sampler, watchdog):
                         yield event
             finally:
-                sampling.cancel()
                 for task in list(self._tasks):
                     task.cancel()
-                await asyncio.gather(sampling, *self._tasks, return_exceptions=True)
+                await asyncio.gather(*self._tasks, return_exceptions=True)
 
     async def _point_with_watchdog(
         self,

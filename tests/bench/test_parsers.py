@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from cockpit.bench import benchy, forensics, probe
+from cockpit.bench.driver import DriverConfig
 from cockpit.bench.environment import link_kind, route_device, time_scale
 from cockpit.bench.events import BenchWarning, PointFinished, event_line, parse_event_line
 from cockpit.bench.models import Flag, FlagKind, PointResult, PointSpec
@@ -90,7 +91,7 @@ def test_llama_benchy_progress_groups_runs_and_phases() -> None:
 
 
 def test_llama_benchy_argv_per_group(tmp_path: Path) -> None:
-    cfg = benchy.BenchyConfig("http://h:1", "m", (), tmp_path, runs=2)
+    cfg = DriverConfig("http://h:1", "m", (), tmp_path, runs=2)
     warm = [PointSpec(d, c, 2048, 32) for d in (0, 65536) for c in (1, 2)]
     argv = benchy.benchy_argv(cfg, warm, "http://127.0.0.1:9/book.txt", tmp_path / "r.json")
     assert argv[argv.index("--depth") + 1 : argv.index("--depth") + 3] == ["0", "65536"]
