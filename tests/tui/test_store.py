@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from cockpit.ops.events import Finished, Planned
+from cockpit.ops.events import Finished, Planned, Progress
 from cockpit.telemetry.metrics import EngineMetrics
 from cockpit.tui.render import bar, num, sparkline
 from cockpit.tui.state import EngineSampled, LanePhase, NodeHealth, NodeLost, RankLines, Store
@@ -120,3 +120,12 @@ def test_render_helpers() -> None:
     assert sparkline([], 4) == "    "
     assert bar(0.5, 4) == "██░░" and bar(None, 3) == "···"
     assert num(None) == "–" and num(12345.0) == "12.3k" and num(3.14159, 2) == "3.14"
+
+
+def test_a_sync_in_flight_shows_its_progress_and_eta() -> None:
+    store = Store(scene.inventory())
+    kw = {"op": "sync", "lane": "qwen3-0.6b-2x", "cluster": "2nodes-dac"}
+    store.apply(Planned(steps=("transfer",), **kw))
+    store.apply(Progress(step="transfer", done=3.0, total=12.0, unit="GiB", eta_s=95.0, **kw))
+    lane = store.snapshot(scene.T0).lane("qwen3-0.6b-2x@2nodes-dac")
+    assert lane is not None and lane.state_text == "syncing transfer 25% ETA 1m35s"

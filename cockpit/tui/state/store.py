@@ -258,7 +258,11 @@ class Store:
                 )
             case Progress():
                 current = replace(
-                    current, current=event.step, fraction=event.fraction, message=event.message
+                    current,
+                    current=event.step,
+                    fraction=event.fraction,
+                    eta_s=event.eta_s,
+                    message=event.message,
                 )
             case PointStarted():
                 current = replace(
@@ -373,7 +377,9 @@ class Store:
             op = running[-1]
             if op.op == "sync":
                 pct = op.fraction * 100 if op.fraction is not None else None
-                return replace(base, phase=LanePhase.SYNCING, percent=pct, step=op.current)
+                return replace(
+                    base, phase=LanePhase.SYNCING, percent=pct, step=op.current, eta_s=op.eta_s
+                )
             if op.op == "stop":
                 return replace(base, phase=LanePhase.STOPPING, step=op.current)
             if op.op in ("launch", "switch") and not (boot and boot.ready):
@@ -399,13 +405,16 @@ class Store:
 
     @staticmethod
     def _booting(base: LaneView, boot: BootState | None, op: OpView | None) -> LaneView:
+        eta = op.eta_s if op else None
         if boot is None or boot.phase is BootPhase.STARTING:
             step = op.current if op and op.current else "starting"
             pct = op.fraction * 100 if op and op.fraction is not None else None
-            return replace(base, phase=LanePhase.BOOTING, step=step, percent=pct)
+            return replace(base, phase=LanePhase.BOOTING, step=step, percent=pct, eta_s=eta)
         if boot.failed:
             return replace(base, phase=LanePhase.FAILED, detail=boot.failed_line or "boot failed")
-        return replace(base, phase=LanePhase.BOOTING, step=boot.phase.value, percent=boot.percent)
+        return replace(
+            base, phase=LanePhase.BOOTING, step=boot.phase.value, percent=boot.percent, eta_s=eta
+        )
 
     def _image_ok(self, lane: str, nodes: tuple[str, ...]) -> bool | None:
         ref = self.inventory.recipes[lane].image.ref

@@ -131,6 +131,7 @@ class OpView:
     steps: tuple[str, ...]
     current: str = ""
     fraction: float | None = None
+    eta_s: float | None = None
     message: str = ""
     notices: tuple[str, ...] = ()
     ok: bool | None = None  # None while running
