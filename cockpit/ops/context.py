@@ -6,7 +6,15 @@ from dataclasses import dataclass, field
 
 from cockpit.config import Inventory
 from cockpit.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED
-from cockpit.ops.events import Finished, Notice, Progress, Severity, StepFinished, StepStarted
+from cockpit.ops.events import (
+    Finished,
+    Notice,
+    Planned,
+    Progress,
+    Severity,
+    StepFinished,
+    StepStarted,
+)
 from cockpit.ops.history import BootHistory
 from cockpit.ops.locks import LOCK_TTL_S
 from cockpit.ssh import SshPool
@@ -65,6 +73,11 @@ class Emit:
             exit_code=outcome.code,
             **self._kw(),
         )
+
+    def refusal(self, outcome: Outcome, reason: str) -> tuple[Planned, Finished]:
+        """An operation refused before it planned anything: an empty plan saying why, its end."""
+        outcome.refuse(reason)
+        return Planned(steps=(), summary=reason, **self._kw()), self.end(outcome)
 
 
 @dataclass

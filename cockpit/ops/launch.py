@@ -365,9 +365,8 @@ async def launch(
     try:
         plan = plan_lane(ctx.inventory, recipe, ctx.inventory.cluster(cluster_name))
     except InputError as exc:
-        yield Planned(steps=(), summary=str(exc), **emit._kw())
-        outcome.refuse(str(exc))
-        yield emit.end(outcome)
+        for event in emit.refusal(outcome, str(exc)):
+            yield event
         return
     steps = ("lock", "preflight", *(("sync",) if sync_image else ()), "start", "boot", "ready")
     nodes = [r.node for r in plan.launch_order]

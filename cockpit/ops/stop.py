@@ -131,9 +131,8 @@ async def stop(
             raise InputError("stop needs exactly one of --lane or --cluster")
         scope = ctx.inventory.cluster(cluster).nodes if cluster else list(ctx.inventory.nodes)
     except InputError as exc:
-        yield Planned(steps=(), summary=str(exc), **emit._kw())
-        outcome.refuse(str(exc))
-        yield emit.end(outcome)
+        for event in emit.refusal(outcome, str(exc)):
+            yield event
         return
     survey = await survey_lanes(ctx, ctx.inventory.nodes)
     lanes = {lane} if lane else survey.lanes_on(scope)

@@ -36,9 +36,8 @@ async def switch(
     try:
         plan = plan_lane(ctx.inventory, recipe, ctx.inventory.cluster(cluster_name))
     except InputError as exc:
-        yield Planned(steps=(), summary=str(exc), **emit._kw())
-        outcome.refuse(str(exc))
-        yield emit.end(outcome)
+        for event in emit.refusal(outcome, str(exc)):
+            yield event
         return
     nodes = plan.cluster.nodes
     survey = await survey_lanes(ctx, ctx.inventory.nodes)

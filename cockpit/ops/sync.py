@@ -181,9 +181,8 @@ async def sync_image(
             raise InputError(f"unknown source node {source!r}")
         plan, facts = await survey(ctx, recipe, cluster.nodes, source)
     except InputError as exc:
-        yield Planned(steps=(), summary=str(exc), **emit._kw())
-        outcome.refuse(str(exc))
-        yield emit.end(outcome)
+        for event in emit.refusal(outcome, str(exc)):
+            yield event
         return
     unreachable = [n for n in cluster.nodes if not facts[n].reachable]
     yield Planned(steps=(STEP,), summary=plan.describe(), **emit._kw())
