@@ -51,9 +51,29 @@ asyncio.run(main())
 """
 
 
-def run_once(inventory_dir: Path, settings: Path) -> dict[str, float]:
+EMPTY_APP = r"""
+import time
+t0 = time.perf_counter()
+import asyncio, json
+from textual.app import App
+from textual.widgets import Static
+
+class Empty(App):
+    def compose(self):
+        yield Static("hello")
+
+async def main():
+    async with Empty().run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        print(json.dumps({"empty_textual_app_mounted": time.perf_counter() - t0}))
+
+asyncio.run(main())
+"""
+
+
+def run_child(code: str, *args: str) -> dict[str, float]:
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, str(inventory_dir), str(settings)],
+        [sys.executable, "-c", code, *args],
         check=True,
         capture_output=True,
         text=True,
@@ -74,9 +94,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="tui-startup-") as tmp:
         fleet = SimFleet(Path(tmp) / "fleet", args.nodes)
         with fleet:
-            runs = [run_once(fleet.inventory_dir, Path(tmp) / "tui.toml") for _ in range(args.runs)]
+            runs = []
+            for _ in range(args.runs):
+                run = run_child(CHILD, str(fleet.inventory_dir), str(Path(tmp) / "tui.toml"))
+                runs.append({**run, **run_child(EMPTY_APP)})
     load = Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").exists() else "?"
-    rows = {k: [r[k] for r in runs] for k in ("imports", "mounted", "first_useful_frame")}
+    keys = ("imports", "mounted", "first_useful_frame", "empty_textual_app_mounted")
+    rows = {k: [r[k] for r in runs] for k in keys}
     lines = [
         "## TUI: startup to the first useful frame",
         "",
@@ -85,7 +109,8 @@ def main() -> None:
         "",
         f"{args.nodes} simulated nodes over SSH; fresh process per run; seconds from the process "
         "start (imports included) to: the imports done, the app mounted, the first repaint "
-        "showing a LIVE node (GPU and memory figures from the node's probe).",
+        "showing a LIVE node (GPU and memory figures from the node's probe). The last row is "
+        "an empty Textual app (one Static) started the same way: the floor on this machine.",
         "",
         "| seconds from process start | median | min | max |",
         "|---|---:|---:|---:|",
