@@ -3,6 +3,7 @@ the main screen does the rest."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
@@ -21,6 +22,9 @@ from cockpit.tui.settings import TuiSettings, save_theme
 from cockpit.tui.state.store import Store
 from cockpit.tui.state.views import FleetSnapshot, NodeHealth
 from cockpit.tui.theming import DEFAULT_THEME, THEMES_DIR, load_themes
+
+FEED_RETRY_S = 1.0
+FEED_RETRY_CAP_S = 30.0
 
 
 class CockpitApp(App[None]):
@@ -76,8 +80,23 @@ class CockpitApp(App[None]):
             self.run_worker(self._pump(feed), name=feed.name, group="feeds", exit_on_error=False)
 
     async def _pump(self, feed: Feed) -> None:
-        async for batch in feed.batches():
-            self.post_message(Facts(batch))
+        """Run a feed for the app's lifetime; a feed that fails is shown and restarted (backoff)."""
+        pause = FEED_RETRY_S
+        while True:
+            try:
+                async for batch in feed.batches():
+                    self.post_message(Facts(batch))
+                    pause = FEED_RETRY_S
+                return
+            except Exception as exc:  # a bug or an I/O error in a feed must not end the app
+                why = f"{type(exc).__name__}: {exc}"
+                self.notify(
+                    f"{feed.name} feed failed ({why}); retrying in {pause:g}s",
+                    severity="error",
+                    timeout=8,
+                )
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, FEED_RETRY_CAP_S)
 
     def on_facts(self, message: Facts) -> None:
         self.store.apply_all(message.inputs)

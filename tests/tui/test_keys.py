@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from cockpit.tui.screens.details import DetailsScreen
 from cockpit.tui.screens.help import HelpScreen
 from cockpit.tui.screens.main import MainScreen
 from cockpit.tui.settings import load_settings
+from cockpit.tui.state import NodeLost
 from cockpit.tui.widgets.lanes import LanesPane
 from cockpit.tui.widgets.logs import LogPane
 from cockpit.tui.widgets.tail import TailLog
@@ -173,3 +175,30 @@ async def test_enter_on_a_node_shows_its_log(
         await pilot.press("enter")
         await pilot.pause(0.2)
         assert screen.query_one(LogPane).source == ("dgx6", 1)
+
+
+class FlakyFeed:
+    """Fails on its first run, then delivers one fact."""
+
+    name = "flaky"
+
+    def __init__(self) -> None:
+        self.runs = 0
+
+    async def batches(self):  # type: ignore[no-untyped-def]
+        self.runs += 1
+        if self.runs == 1:
+            raise ConnectionResetError("link dropped")
+        yield [NodeLost("dgx1", scene.T0, "after the restart")]
+
+
+async def test_a_failing_feed_is_shown_and_restarted(make_app: Callable[..., CockpitApp]) -> None:
+    feed = FlakyFeed()
+    app = make_app(feeds=[feed])
+    async with app.run_test(size=SIZE) as pilot:
+        deadline = time.monotonic() + 10
+        while app.store.snapshot(scene.T0).nodes[0].error != "after the restart":
+            assert time.monotonic() < deadline
+            await pilot.pause(0.1)
+        assert feed.runs == 2
+        assert any("flaky feed failed" in n.message for n in app._notifications)
