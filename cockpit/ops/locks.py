@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
+from cockpit.pids import pid_exists
 from cockpit.ssh import SshError, SshPool
 
 LOCK_TTL_S = 6 * 3600.0
@@ -96,16 +97,6 @@ def new_record(operation: str, lane: str = "", ttl_s: float = LOCK_TTL_S) -> Loc
     )
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def stale_reason(
     record: LockRecord, now: float, local_host: str, alive: Callable[[int], bool]
 ) -> str | None:
@@ -173,7 +164,7 @@ class NodeLocks:
         holder = LockRecord.loads(content)
         if holder is None:
             return LockRefused(node, f"held by an unreadable lock file ({content[:80]!r})")
-        why = stale_reason(holder, time.time(), socket.gethostname(), pid_alive)
+        why = stale_reason(holder, time.time(), socket.gethostname(), pid_exists)
         if why is None or not retry:
             return LockRefused(node, holder.held_message())
         await self._remove(node, content)

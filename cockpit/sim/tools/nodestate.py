@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from cockpit.pids import pid_exists
+
 # Simulated image bytes per virtual GiB: `docker save` streams size_gib MiB instead of GiB, so a
 # 29.5 GiB image moves as 29.5 MiB. Records keep the real ("virtual") size for display.
 SIM_BYTES_PER_GIB = 1 << 20
@@ -181,12 +183,8 @@ def find_image(images: list[Record], ref: str) -> Record | None:
 
 def pid_alive(pid: int) -> bool:
     """True while a process with this id exists and is not a zombie."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not pid_exists(pid):
         return False
-    except PermissionError:
-        return True
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
