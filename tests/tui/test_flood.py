@@ -20,6 +20,7 @@ from tests.tui import scene
 RATE = 50_000  # lines per second offered, over two ranks
 NCCL = "spark-9f8f:315:401 [0] NCCL INFO Channel 01/0 : 1[0] -> 0[0] [receive] via NET/IB/1"
 WARN = "spark-506c:250:292 [0] NCCL WARN NET/IB : Got async event : port error"
+LOG_LINES_TEXT = tuple(f"(APIServer pid=1) INFO line {i}" for i in range(10_007))
 
 
 class FloodFeed:
@@ -41,17 +42,18 @@ class FloodFeed:
         self.go = asyncio.Event()  # the test measures quiet key latencies first
 
     def _produce(self) -> None:
-        chunk = RATE // 200  # per rank, every 10 ms
+        """RATE lines/s whatever the scheduler does: each wake-up catches up with the clock."""
         start = time.monotonic()
         n = 0
         while time.monotonic() < start + self.max_seconds and not self.stop.is_set():
+            due = int(RATE / 2 * (time.monotonic() - start)) - n
             with self.lock:
-                for _ in range(chunk):
-                    self.last_log = f"(APIServer pid=1) INFO line {n}"
+                for _ in range(due):
+                    self.last_log = LOG_LINES_TEXT[n % len(LOG_LINES_TEXT)]
                     self.logs.push(self.last_log)
                     self.nccl.push(WARN if n % 100 == 0 else NCCL)
                     n += 1
-            self.offered += 2 * chunk
+            self.offered += 2 * due
             time.sleep(0.01)
         self.seconds = time.monotonic() - start
         self.done.set()
