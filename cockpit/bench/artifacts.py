@@ -59,16 +59,18 @@ def load_report(path: Path) -> Report:
 
 
 def lane_reports(directory: Path, lane: str, cluster: str) -> list[Path]:
-    """The lane's reports, oldest first."""
-    out = []
-    for path in sorted(directory.glob("*.json")):
+    """The lane's reports, oldest first: by creation stamp, then write time (two reports made in
+    the same second keep their order; their names alone would sort by label)."""
+    found = []
+    for path in directory.glob("*.json"):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
+            written = path.stat().st_mtime_ns
         except (OSError, ValueError):
             continue
         if isinstance(data, dict) and data.get("lane") == lane and data.get("cluster") == cluster:
-            out.append(path)
-    return out
+            found.append((str(data.get("created", "")), written, path))
+    return [path for *_, path in sorted(found)]
 
 
 def baseline_for(directory: Path, lane: str, cluster: str) -> Path | None:

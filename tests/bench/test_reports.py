@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 import tomllib
 from pathlib import Path
 
@@ -124,3 +126,13 @@ def test_files_roundtrip_and_baseline_is_the_lanes_last(tmp_path: Path) -> None:
     assert "Δ c1" in md2.read_text() and "-10.8% ▼" in md2.read_text()
     assert not list(tmp_path.glob(".*"))  # no temporary files left behind
     assert from_json(Report, json.loads(json.dumps(to_json(second)))) == second
+
+
+def test_baseline_of_two_reports_in_the_same_second_is_the_later_one(tmp_path: Path) -> None:
+    """`…_run.json` sorts after `…_run-2.json` by name; the baseline must follow write order."""
+    older = _seed_report("run", "2026-10-02_225515")
+    artifacts.save_report(tmp_path, older)
+    newer = _seed_report("run-2", "2026-10-02_225515")
+    newer_path, _ = artifacts.save_report(tmp_path, newer)
+    os.utime(newer_path, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
+    assert artifacts.baseline_for(tmp_path, newer.lane, newer.cluster) == newer_path

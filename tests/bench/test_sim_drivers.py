@@ -126,7 +126,8 @@ def test_cli_bench_then_report_show_and_compare(flash_lane: str, tmp_path: Path)
     second = _cockpit(*args("cli-2"))
     assert second.exit_code == 0, second.output
     assert "report" in second.output and "tg t/s vs depth" in second.output
-    a, b = sorted(tmp_path.glob("*.json"))
+    [a] = tmp_path.glob("*_cli.json")
+    [b] = tmp_path.glob("*_cli-2.json")
     shown = _cockpit("report", "show", b)
     assert shown.exit_code == 0 and "## Depth" in shown.output and "Δ c1" in shown.output
     compared = _cockpit("report", "compare", a, b)
