@@ -75,6 +75,7 @@ def start(
     model: str,
     *extra: str,
     speed: float = 2000.0,
+    boot_speed: float | None = None,
     host_port: tuple[str, int] | None = None,
     node: dict[str, object] | None = None,
     env: dict[str, str] | None = None,
@@ -91,6 +92,7 @@ def start(
         "COCKPIT_SIM_NODE": node_dir.name,
         "COCKPIT_SIM_NODE_DIR": str(node_dir),
         "COCKPIT_SIM_SPEED": str(speed),
+        "COCKPIT_SIM_BOOT_SPEED": str(boot_speed or speed),
     }
     with log.open("wb") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=full_env, cwd=REPO)

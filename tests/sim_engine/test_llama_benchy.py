@@ -47,7 +47,9 @@ def book_url(tmp_path: Path) -> Iterator[str]:
 
 @pytest.fixture
 def lane(tmp_path: Path) -> Iterator[EngineProc]:
-    proc = start(tmp_path / "dgx1", SMALL, "--served-model-name", "qwen3-0.6b", speed=SPEED)
+    proc = start(
+        tmp_path / "dgx1", SMALL, "--served-model-name", "qwen3-0.6b", speed=SPEED, boot_speed=500
+    )
     try:
         assert proc.wait_for("Application startup complete.", 60), proc.text()[-2000:]
         yield proc

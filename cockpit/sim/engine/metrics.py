@@ -2,11 +2,17 @@
 
 Own CollectorRegistry per engine (no process/GC collectors mixed in from other code); counters are
 declared without `_total` as vLLM does, so the exposition reads `vllm:prompt_tokens_total`. All
-latencies are engine seconds (see `runtime` on the time scale).
+latencies are engine seconds (see `core` on the time scale).
+
+Rendering the exposition costs milliseconds of CPU (tens under load): `Exposition` renders it in a
+worker thread, at most once per change of the metrics, so a burst of scrapes never stalls the
+engine's event loop (a stall there would be multiplied by the speed into engine time).
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -40,6 +46,8 @@ class EngineMetrics:
         self, model_name: str, cache_info: dict[str, str], max_model_len: int, num_spec: int
     ) -> None:
         self.registry = CollectorRegistry()
+        self.version = 0
+        """Bumped by every update: an exposition rendered at the same version is current."""
         labels = {"model_name": model_name, "engine": "0"}
         names = list(labels)
         r = self.registry
@@ -112,6 +120,7 @@ class EngineMetrics:
         self, result: StepResult, running: int, waiting: int, usage: float, itl: list[float]
     ) -> None:
         """Account one step; `itl`: per request, the gap since its previous output."""
+        self.version += 1
         self.running.set(running)
         self.waiting.set(waiting)
         self.kv_usage.set(usage)
@@ -134,11 +143,13 @@ class EngineMetrics:
                 per_pos[pos].inc(n)
 
     def on_first_token(self, request: Request) -> None:
+        self.version += 1
         if request.first_token_at is not None:
             self.ttft.observe(request.first_token_at - request.arrival)
             self.cached_tokens.inc(request.num_cached_tokens)
 
     def on_finished(self, request: Request) -> None:
+        self.version += 1
         reason = request.finish_reason or "stop"
         self.success[reason if reason in self.success else "error"].inc()
         end = request.finished_at or request.arrival
@@ -155,3 +166,36 @@ class EngineMetrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+RENDER_EVERY_WALL_S = 0.25
+"""Renders start at most this often: a scrape storm costs the engine a bounded share of the CPU."""
+
+
+class Exposition:
+    """The `/metrics` body of one engine, rendered off the event loop and shared by scrapes.
+
+    prometheus_client reads every value under its own lock, so rendering in a thread while the
+    loop keeps counting is safe (a scrape is not atomic on a real vLLM either). A scrape gets a
+    body rendered after it asked, or the last one if the metrics have not changed since; scrapes
+    arriving together share one render.
+    """
+
+    def __init__(self, metrics: EngineMetrics) -> None:
+        self.metrics = metrics
+        self._lock = asyncio.Lock()
+        self._body = b""
+        self._version = -1
+        self._rendered_from = 0.0
+
+    async def body(self) -> bytes:
+        asked = time.monotonic()
+        async with self._lock:
+            version = self.metrics.version
+            if version != self._version and self._rendered_from < asked:
+                due = self._rendered_from + RENDER_EVERY_WALL_S
+                await asyncio.sleep(max(0.0, due - time.monotonic()))
+                started, version = time.monotonic(), self.metrics.version
+                self._body = await asyncio.to_thread(self.metrics.render)
+                self._version, self._rendered_from = version, started
+            return self._body

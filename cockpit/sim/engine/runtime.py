@@ -2,8 +2,10 @@
 
 Reads the fleet's environment: `COCKPIT_SIM_NODE` (node name), `COCKPIT_SIM_NODE_DIR` (node.json
 with HCAs and faults, the per-node compile cache under `cache/`, and `gpu_load.json` which this
-process keeps fresh every 0.25 s and removes on exit) and `COCKPIT_SIM_SPEED` (engine seconds per
-wall second). Every boot and serving duration is engine time, slept as `duration / speed`.
+process keeps fresh every 0.25 s and removes on exit), `COCKPIT_SIM_SPEED` (engine seconds per
+wall second) and `COCKPIT_SIM_BOOT_SPEED` (the same for the boot phases only, default the speed:
+tests boot lanes fast and still serve at a measurable pace). Every boot and serving duration is
+engine time, slept as `duration / speed` (boot: `/ boot_speed`); the log prints engine time.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class Rank:
     node: str
     node_dir: Path | None
     speed: float
+    boot_speed: float
     facts: faults.NodeFacts
     pid: int = field(default_factory=os.getpid)
     phase: str = "loading"
@@ -72,6 +75,10 @@ class Rank:
         if engine_s > 0:
             await asyncio.sleep(engine_s / self.speed)
 
+    async def boot_sleep(self, engine_s: float) -> None:
+        if engine_s > 0:
+            await asyncio.sleep(engine_s / self.boot_speed)
+
     def load_path(self) -> Path | None:
         return self.node_dir / "gpu_load.json" if self.node_dir else None
 
@@ -88,15 +95,21 @@ def _wall() -> float:
 
 def build_rank(args: EngineArgs, env: Mapping[str, str]) -> Rank:
     node_dir = Path(env["COCKPIT_SIM_NODE_DIR"]) if env.get("COCKPIT_SIM_NODE_DIR") else None
-    speed = float(env.get("COCKPIT_SIM_SPEED") or 1.0)
+    speed = _speed(env.get("COCKPIT_SIM_SPEED"), 1.0)
     return Rank(
         args=args,
         env=env,
         node=env.get("COCKPIT_SIM_NODE") or os.uname().nodename,
         node_dir=node_dir,
-        speed=speed if speed > 0 else 1.0,
+        speed=speed,
+        boot_speed=_speed(env.get("COCKPIT_SIM_BOOT_SPEED"), speed),
         facts=faults.read_node(node_dir),
     )
+
+
+def _speed(value: str | None, default: float) -> float:
+    speed = float(value or default)
+    return speed if speed > 0 else default
 
 
 def _model_config(path: str) -> dict[str, Any]:
@@ -144,9 +157,14 @@ async def _publisher(r: Rank, link: HeadLink | None) -> None:
 
 
 async def _play(r: Rank, events: Iterable[boot.LogEvent], plan: boot.BootPlan) -> int | None:
-    """Print boot events on time; returns an exit code when a fault ends the boot."""
+    """Print boot events on time; returns an exit code when a fault ends the boot.
+
+    Each event is due at an absolute time, so the overhead of printing hundreds of lines does not
+    add up at high boot speeds."""
+    due = time.monotonic()
     for event in events:
-        await r.sleep(event.after_s)
+        due += event.after_s / r.boot_speed
+        await asyncio.sleep(max(0.0, due - time.monotonic()))
         r.phase = event.phase
         if event.checkpoint == "weights" and r.facts.has("weights_crash"):
             shard = int(event.msg.split("|")[1].split("/")[0])
@@ -181,12 +199,12 @@ async def _nccl(r: Rank, plan: boot.BootPlan) -> int | None:
     if r.facts.has("nccl_timeout"):
         r.bare([ln for ln in lines if "Channel" not in ln and "Init" not in ln])
         r.bare(nccl.stuck_lines(r.node, r.pid + 2))
-        await r.sleep(NCCL_TIMEOUT_S)
+        await r.boot_sleep(NCCL_TIMEOUT_S)
         r.bare([nccl.watchdog_line(r.rank, _wall())])
         r.log(plan.worker, "ERROR", "multiproc_executor.py:702", "WorkerProc failed to start.")
         r.bare(faults.nccl_timeout_traceback(r.rank))
         return 1
-    await r.sleep(boot.NCCL_INIT_S)
+    await r.boot_sleep(boot.NCCL_INIT_S)
     r.bare(lines)
     return None
 

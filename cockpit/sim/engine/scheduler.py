@@ -160,7 +160,12 @@ class Scheduler:
         self._finish(request, "abort", now)
         return request
 
-    def step(self, now: float) -> StepResult:
+    def step(self, now: float, admit_until: float = math.inf) -> StepResult:
+        """One batch starting at `now`; waiting requests received after `admit_until` wait.
+
+        A request admitted before its receipt (within the caller's gathering slack, so requests
+        sent together share a step) counts as received when the step starts.
+        """
         budget = self.config.max_num_batched_tokens
         scheduled: list[tuple[Request, int, bool]] = []
         preemptions = 0
@@ -195,6 +200,8 @@ class Scheduler:
             and len(self.running) < self.config.max_num_seqs
         ):
             request = self.waiting[0]
+            if request.arrival > admit_until:
+                break
             hit_blocks: list[int] = []
             if request.num_computed == 0:
                 usable = (request.num_tokens - 1) // self.config.block_size
@@ -213,6 +220,7 @@ class Scheduler:
             if request.first_scheduled_at is None:
                 request.num_cached_tokens = request.num_computed
                 request.first_scheduled_at = now
+                request.arrival = min(request.arrival, now)
             self.waiting.popleft()
             request.status = Status.RUNNING
             self.running.append(request)

@@ -26,6 +26,7 @@ from aiohttp.abc import AbstractAccessLogger
 from cockpit.sim.engine import logs, text
 from cockpit.sim.engine.args import EngineArgs
 from cockpit.sim.engine.core import EngineCore
+from cockpit.sim.engine.metrics import Exposition
 from cockpit.sim.engine.scheduler import Request
 
 SPEED_HEADER = "X-Sparkring-Sim-Speed"
@@ -82,6 +83,7 @@ def build_app(ctx: ServerContext) -> web.Application:
 class _Handlers:
     def __init__(self, ctx: ServerContext) -> None:
         self.ctx = ctx
+        self.exposition = Exposition(ctx.core.metrics)
 
     async def health(self, _: web.Request) -> web.Response:
         return web.Response(status=200)
@@ -100,7 +102,7 @@ class _Handlers:
         return web.json_response({"object": "list", "data": [card]})
 
     async def metrics(self, _: web.Request) -> web.Response:
-        body = self.ctx.core.metrics.render()
+        body = await self.exposition.body()
         return web.Response(body=body, headers={"Content-Type": "text/plain; version=0.0.4"})
 
     async def status(self, _: web.Request) -> web.Response:
