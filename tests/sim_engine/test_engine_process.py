@@ -12,6 +12,7 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from cockpit.sim.engine.calibration import for_lane
 from tests.sim_engine.engine_proc import FLASH, SMALL, EngineProc, start
 
 FLASH_ARGS = (
@@ -237,3 +238,21 @@ def test_pro_at_tp6_is_not_buildable(procs: list[EngineProc], tmp_path: Path) ->
         "Total number of attention heads (128) must be divisible by tensor parallel size (6)"
         in (proc.text())
     )
+
+
+def test_boot_speed_scales_only_the_boot(procs: list[EngineProc], tmp_path: Path) -> None:
+    """A first flash boot is minutes of engine time (weights, 394-candidate autotune, capture): at
+    boot speed 20000 it takes about a second of wall time, logs engine seconds, then serves at 5."""
+    began = time.monotonic()
+    proc = start(tmp_path / "dgx9", FLASH, *FLASH_ARGS, speed=5, boot_speed=20000)
+    procs.append(proc)
+    assert proc.wait_for("Application startup complete.", 60), proc.text()[-3000:]
+    cal = for_lane("flash", 4)
+    at_serving_speed = (cal.weights_load_s + cal.autotune_s) / 5  # over 5 minutes
+    boot_wall = time.monotonic() - began
+    assert boot_wall < min(20.0, at_serving_speed / 10), boot_wall
+    log = proc.text()
+    assert f"Loading weights took {cal.weights_load_s:.2f} seconds" in log
+    assert f"autotune: done, 394 candidates in {cal.autotune_s:.1f} s" in log
+    view = httpx.get(proc.url + "/v1/sparkring/status/view", timeout=10).json()
+    assert view["speed"] == 5
