@@ -34,7 +34,12 @@ def connect(fleet: SimFleet, node: str, **options: Any) -> Any:
     return asyncssh.connect(host.host, host.port, **options)
 
 
+BOOT_SPEED = 200.0
+"""Engines boot at least this fast in test fleets (boot phases only; serving keeps `speed`)."""
+
+
 def _started(root: Path, nodes: int, **options: Any) -> SimFleet:
+    options.setdefault("boot_speed", max(BOOT_SPEED, options.get("speed", 1.0)))
     fleet = SimFleet(root, nodes, **options)
     try:
         fleet.start()

@@ -87,12 +87,26 @@ def sim() -> None:
 @sim.command()
 @dir_option
 @_fleet_options
-def up(root: Path | None, nodes: int, speed: float, server: str, link_mbps: float | None) -> None:
+@click.option(
+    "--boot-speed",
+    type=click.FloatRange(min=0.01),
+    default=None,
+    help="Time scale of the engines' boot phases only (default: --speed).",
+)
+def up(
+    root: Path | None,
+    nodes: int,
+    speed: float,
+    server: str,
+    link_mbps: float | None,
+    boot_speed: float | None,
+) -> None:
     """Start the fleet in the background and write its inventory into DIR."""
     fleet = SimFleet(
         _root(root),
         nodes,
         speed=speed,
+        boot_speed=boot_speed,
         server=server,  # type: ignore[arg-type]
         link_mbps=link_mbps,
     )

@@ -21,6 +21,8 @@ import httpx
 
 FLASH = "/models/models--XiaomiMiMo--MiMo-V2.6-Flash-MOPD/snapshots/0123456789ab"
 SMALL = "/models/models--Qwen--Qwen3-0.6B/snapshots/0123456789ab"
+BOOT_SPEED = 200.0
+"""The boot phases run at least this fast (serving keeps `speed`): tests wait seconds, not minutes."""
 
 
 def _free_address() -> tuple[str, int]:
@@ -56,6 +58,7 @@ def running_engine(
     if model == FLASH:
         argv += ["--speculative-config", json.dumps({"num_speculative_tokens": 5})]
     env = {**os.environ, "COCKPIT_SIM_SPEED": str(speed), "COCKPIT_SIM_NODE_DIR": str(node)}
+    env["COCKPIT_SIM_BOOT_SPEED"] = str(max(BOOT_SPEED, speed))
     log = (tmp / "engine.log").open("w")
     proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
     url = f"http://{host}:{port}"

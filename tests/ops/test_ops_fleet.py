@@ -85,7 +85,7 @@ def own_ports(fleet: SimFleet) -> None:
 @pytest.fixture(scope="module")
 def shared_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimFleet]:
     """One fleet for the module (starting one costs seconds); each test restores what it broke."""
-    made = SimFleet(tmp_path_factory.mktemp("ops-fleet"), 8, speed=SPEED)
+    made = SimFleet(tmp_path_factory.mktemp("ops-fleet"), 8, speed=SPEED, boot_speed=SPEED)
     try:
         made.start()
         add_pinned_recipe(made)

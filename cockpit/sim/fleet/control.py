@@ -59,6 +59,7 @@ class SimFleet:
         nodes: int = 8,
         *,
         speed: float = 1.0,
+        boot_speed: float | None = None,
         server: ServerKind = "asyncssh",
         recipes_dir: Path = PROJECT_RECIPES,
         snapshots_dir: Path | None = None,
@@ -69,6 +70,7 @@ class SimFleet:
         self.config = FleetConfig(
             nodes=nodes,
             speed=speed,
+            boot_speed=boot_speed,
             server=server,
             recipes_dir=str(Path(recipes_dir).resolve()),
             snapshots_dir=str(Path(snapshots_dir).resolve()) if snapshots_dir else "",

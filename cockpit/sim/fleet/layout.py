@@ -43,6 +43,7 @@ class FleetConfig:
 
     nodes: int = 8
     speed: float = 1.0
+    boot_speed: float | None = None
     server: ServerKind = "asyncssh"
     recipes_dir: str = ""
     snapshots_dir: str = ""

@@ -109,6 +109,8 @@ def node_env(layout: FleetLayout, config: FleetConfig, name: str) -> dict[str, s
         "COCKPIT_SIM_BIN": str(layout.bin_dir),
         "HOME": str(node_dir / "home"),
     }
+    if config.boot_speed:
+        env["COCKPIT_SIM_BOOT_SPEED"] = repr(config.boot_speed)
     if config.link_mbps:
         env["COCKPIT_SIM_LINK_MBPS"] = repr(config.link_mbps)
     return env
