@@ -77,3 +77,15 @@ def test_acceptance_length_sets_tokens_per_decode_step() -> None:
     while s.has_work:
         counts += [e.count for e in s.step(0.0).tokens]
     assert counts == [1] + [3] * 10
+
+
+def test_requests_received_after_the_admission_bound_wait_and_early_ones_are_redated() -> None:
+    s = Scheduler(CAL, SchedulerConfig())
+    early, late = _req("early", 100), _req("late", 100, base=1000)
+    early.arrival, late.arrival = 5.02, 9.0
+    s.add(early)
+    s.add(late)
+    step = s.step(5.0, admit_until=5.05)
+    assert [c.tokens for c in step.shape.prefill] == [100]
+    assert [r.request_id for r in s.waiting] == ["late"]
+    assert early.arrival == early.first_scheduled_at == 5.0  # joined a step begun before receipt
