@@ -11,6 +11,7 @@ Each fleet picks a port free on every node address, so parallel runs do not coll
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ BOOT_SPEED = 200.0
 
 def _started(root: Path, nodes: int, **options: Any) -> SimFleet:
     options.setdefault("boot_speed", max(BOOT_SPEED, options.get("speed", 1.0)))
+    options.setdefault("owner_pid", os.getpid())  # a killed test run takes its fleets with it
     fleet = SimFleet(root, nodes, **options)
     try:
         fleet.start()

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import signal
+import os
 import tempfile
-import threading
 from pathlib import Path
 
 import click
@@ -40,6 +38,12 @@ def _fleet_options(func: click.decorators.FC) -> click.decorators.FC:
                 default=1.0,
                 show_default=True,
                 help="Simulated time runs this many times faster.",
+            ),
+            click.option(
+                "--boot-speed",
+                type=click.FloatRange(min=0.01),
+                default=None,
+                help="Time scale of the engines' boot phases only (default: --speed).",
             ),
             click.option(
                 "--server",
@@ -87,12 +91,6 @@ def sim() -> None:
 @sim.command()
 @dir_option
 @_fleet_options
-@click.option(
-    "--boot-speed",
-    type=click.FloatRange(min=0.01),
-    default=None,
-    help="Time scale of the engines' boot phases only (default: --speed).",
-)
 def up(
     root: Path | None,
     nodes: int,
@@ -183,50 +181,33 @@ def fault(node: str, fault: str, off: bool, root: Path | None) -> None:
 @_fleet_options
 @click.pass_context
 def demo(
-    ctx: click.Context, nodes: int, speed: float, server: str, link_mbps: float | None
+    ctx: click.Context,
+    nodes: int,
+    speed: float,
+    boot_speed: float | None,
+    server: str,
+    link_mbps: float | None,
 ) -> None:
-    """Start a simulated fleet for the lifetime of this command and show it; Ctrl-C ends both."""
+    """Open the cockpit on a simulated fleet that lives as long as it does.
+
+    Serving runs at --speed (1: the seed's own rates); boots default to 20x so a first MiMo boot
+    (autotune included) takes about a minute rather than the real ~20-40.
+    """
+    from cockpit.cli.tui_cmd import tui
+
     with tempfile.TemporaryDirectory(prefix="cockpit-demo-") as tmp:
         fleet = SimFleet(
             Path(tmp),
             nodes,
             speed=speed,
+            boot_speed=boot_speed or max(20.0, speed),
             server=server,  # type: ignore[arg-type]
             link_mbps=link_mbps,
+            owner_pid=os.getpid(),  # the fleet stops itself if this process dies (e.g. SIGHUP)
         )
         with fleet:
-            if _open_tui(ctx, fleet):
-                return
-            _show(ctx, fleet)
-            console.print("demo fleet running; Ctrl-C to stop it")
-            stop = threading.Event()
-            signal.signal(signal.SIGTERM, lambda *_: stop.set())
-            with contextlib.suppress(KeyboardInterrupt):
-                stop.wait()
-        console.print("demo fleet stopped")
-
-
-def _open_tui(ctx: click.Context, fleet: SimFleet) -> bool:
-    """The TUI on the fleet for as long as the operator keeps it open (False: no `tui` command)."""
-    root = ctx.find_root()
-    tui = root.command.get_command(root, "tui") if isinstance(root.command, click.Group) else None
-    if tui is None:
-        return False
-    ctx.obj = {**(ctx.obj or {}), "inventory": fleet.inventory_dir}
-    ctx.invoke(tui)
-    return True
-
-
-def _show(ctx: click.Context, fleet: SimFleet) -> None:
-    """`cockpit status` on the fleet when that command exists, else the fleet summary."""
-    root_cli = ctx.find_root().command
-    status = root_cli.commands.get("status") if isinstance(root_cli, click.Group) else None
-    if status is None:
-        console.print(_summary(fleet))
-        return
-    ctx.obj = {**(ctx.obj or {}), "inventory": fleet.inventory_dir}
-    with contextlib.suppress(click.exceptions.Exit):
-        ctx.invoke(status)
+            ctx.obj = {**(ctx.obj or {}), "inventory": fleet.inventory_dir}
+            ctx.invoke(tui)
 
 
 COMMANDS = [sim, demo]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -170,3 +172,19 @@ def test_stop_leaves_nothing_running(fleet_factory: Callable[..., SimFleet]) -> 
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     assert '"Running": false' in (state / "containers.json").read_text()
+
+
+def test_fleet_stops_itself_when_its_owner_dies(fleet_factory: Callable[..., SimFleet]) -> None:
+    """`cockpit demo` in a closed terminal: the owner dies without a teardown, the fleet follows."""
+    owner = subprocess.Popen(["sleep", "600"])
+    try:
+        fleet = fleet_factory(2, owner_pid=owner.pid)
+        assert fleet.running
+    finally:
+        owner.kill()
+        owner.wait()
+    deadline = time.monotonic() + 15
+    while fleet.pid() is not None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert fleet.pid() is None, "the fleet outlived its owner"
+    assert fleet.leftover_processes() == []

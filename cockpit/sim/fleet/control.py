@@ -65,6 +65,7 @@ class SimFleet:
         snapshots_dir: Path | None = None,
         link_mbps: float | None = None,
         links: dict[str, float] | None = None,
+        owner_pid: int | None = None,
     ) -> None:
         self.layout = FleetLayout(Path(root).resolve())
         self.config = FleetConfig(
@@ -76,6 +77,7 @@ class SimFleet:
             snapshots_dir=str(Path(snapshots_dir).resolve()) if snapshots_dir else "",
             link_mbps=link_mbps,
             links=dict(links or {}),
+            owner_pid=owner_pid,
             user=getpass.getuser(),
         )
 

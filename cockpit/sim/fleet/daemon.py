@@ -18,6 +18,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Protocol
 
+from cockpit.pids import pid_exists
 from cockpit.sim.fleet.cleanup import kill_fleet_processes
 from cockpit.sim.fleet.endpoint import AsyncsshEndpoint
 from cockpit.sim.fleet.layout import FleetConfig, FleetLayout, node_host, node_names
@@ -117,6 +118,16 @@ class FleetDaemon:
     async def stop_endpoints(self) -> None:
         await asyncio.gather(*(e.stop() for e in self.endpoints.values()), return_exceptions=True)
 
+    async def watch_owner(self, done: asyncio.Event) -> None:
+        """Stop the fleet when its owner process is gone, however it died (a closed terminal
+        under `cockpit demo`, a killed test run): a fleet must not outlive what it serves."""
+        owner = self.config.owner_pid
+        if owner is None:
+            return
+        while pid_exists(owner):
+            await asyncio.sleep(1.0)
+        done.set()
+
     async def serve(self) -> None:
         loop = asyncio.get_running_loop()
         done = asyncio.Event()
@@ -124,6 +135,7 @@ class FleetDaemon:
         loop.add_signal_handler(signal.SIGTERM, done.set)
         loop.add_signal_handler(signal.SIGINT, done.set)
         loop.add_signal_handler(signal.SIGHUP, wake.set)
+        watcher = asyncio.create_task(self.watch_owner(done))
         try:
             await self.start()
             while not done.is_set():
@@ -136,6 +148,7 @@ class FleetDaemon:
                     wake.clear()
                     await self.reconcile()
         finally:
+            watcher.cancel()
             await self.stop_endpoints()
             kill_fleet_processes(self.layout.root)
             (self.layout.root / "status.json").unlink(missing_ok=True)

@@ -51,6 +51,7 @@ class FleetConfig:
     links: dict[str, float] = field(default_factory=dict)
     user: str = "root"
     subnet: str = field(default_factory=random_subnet)
+    owner_pid: int | None = None  # the daemon stops the fleet once this process is gone
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self), indent=1))
