@@ -75,6 +75,14 @@ class BenchRequest:
     client_host: str = field(default_factory=socket.gethostname)
     benchy_exe: tuple[str, ...] = ("llama-benchy",)
     quality_exe: str = "tool-eval-bench"
+    max_model_len: int | None = None  # the lane's; deeper points are skipped, not sent to fail
+
+
+def beyond_context(points: tuple[PointSpec, ...], max_model_len: int | None) -> list[PointSpec]:
+    """The points whose context + prompt + response cannot fit the lane's max-model-len."""
+    if max_model_len is None:
+        return []
+    return [p for p in points if p.depth + p.pp + p.tg > max_model_len]
 
 
 def prefix_cache_mode(points: tuple[PointSpec, ...]) -> str:
@@ -123,6 +131,9 @@ async def bench(
     `source(model, scale)` replaces the local driver (a remote bench host's event stream);
     `local_url` is how this machine reaches the engine (a forward) when not `req.endpoint`.
     """
+    skipped = beyond_context(req.points, req.max_model_len)
+    if skipped:
+        req = replace(req, points=tuple(p for p in req.points if p not in skipped))
     model, scale, image = await engine_facts(req, local_url or req.endpoint)
     driver_name = "llama-benchy 0.4.0" if req.driver == "llama-benchy" else "builtin"
     events = source(model, scale) if source else make_driver(req, model, scale).events()
@@ -130,6 +141,13 @@ async def bench(
     client = {"host": req.client_host, "link": "unknown"}
     results: list[PointResult] = []
     warnings: list[str] = []
+    for spec in skipped:
+        note = (
+            f"{spec.label}: skipped, {spec.depth + spec.pp + spec.tg} tokens exceed the lane's "
+            f"max-model-len {req.max_model_len}"
+        )
+        warnings.append(note)
+        yield warning(note, point=spec, lane=req.lane)
     async for event in events:
         if isinstance(event, LatencyMeasured):
             latency_s = event.latency_s

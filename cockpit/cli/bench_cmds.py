@@ -211,6 +211,7 @@ def bench_cmd(
         recipe_hash=recipe_hash,
         engine_image=image,
         client_host=socket.gethostname() if bench_host == "local" else bench_host,
+        max_model_len=plan.recipe.serve.max_model_len if plan else None,
     )
     if events_jsonl:
         _print_events_jsonl(req, model or "", time_scale or 1.0)

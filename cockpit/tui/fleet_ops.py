@@ -74,6 +74,7 @@ class FleetOperations:
             runs=BENCH_RUNS,
             recipe_hash=plan.recipe_hash,
             engine_image=plan.recipe.image.ref,
+            max_model_len=plan.recipe.serve.max_model_len,
         )
         async for event in bench(request):
             if not isinstance(event, Planned):  # the plan was shown already

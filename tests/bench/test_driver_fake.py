@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from aiohttp import web
 
+from cockpit.bench.artifacts import load_report
 from cockpit.bench.events import BenchWarning, PointFinished, PointStarted, RequestProgress
 from cockpit.bench.models import FlagKind, PointResult, PointSpec
+from cockpit.bench.run import BenchRequest, bench, beyond_context
 from cockpit.bench.sweep import BuiltinDriver, DriverConfig
 from cockpit.sim.engine.text import TOKENIZER_DIR
 from tests.bench.fake_engine import MODEL, FakeEngine
@@ -109,3 +113,25 @@ async def test_hang_is_detected_recorded_retried_and_skipped(fake: tuple[FakeEng
     assert not second.skipped and second.tg
     await asyncio.sleep(0)
     assert engine.running == 0
+
+
+async def test_points_beyond_max_model_len_are_skipped_and_reported(
+    fake: tuple[FakeEngine, str], tmp_path: Path
+) -> None:
+    """A 32K lane does not get 64K requests to fail: the points are skipped and the report says so."""
+    engine, url = fake
+    fits, deep = PointSpec(0, 1, 128, 8), PointSpec(65536, 1, 128, 8)
+    req = BenchRequest(
+        lane="small", cluster="sim", label="fit", endpoint=url, points=(fits, deep),
+        tokenizer_dir=TOKENIZER_DIR, reports_dir=tmp_path, runs=1, warmup=False,
+        max_model_len=32768,
+    )  # fmt: skip
+    assert beyond_context(req.points, 32768) == [deep]
+    events = [e async for e in bench(req)]
+    finished = [e.result.spec for e in events if isinstance(e, PointFinished)]
+    assert finished == [fits]
+    [skip] = [e for e in events if isinstance(e, BenchWarning) and e.point == deep]
+    assert "65672 tokens exceed the lane's max-model-len 32768" in skip.message
+    report = load_report(Path(events[-1].report_json))
+    assert any("skipped" in w for w in report.warnings)
+    assert engine.requests and all(len(json.dumps(body)) < 100_000 for body in engine.requests)

@@ -56,10 +56,7 @@ class LanesPane(Pane):
             return
         self._shown, self._theme = snap.lanes, self.app.theme
         colours = palette_of(self.app)
-        table = self.table
-        cursor = table.cursor_row
-        table.clear(columns=True)  # columns re-fit their content (a long failure is gone later)
-        table.add_columns(*COLUMNS)
+        rows = []
         for lane in snap.lanes:
             state = Text(_clip(lane.state_text, STATE_WIDTH), style=colours.phase(lane.phase.value))
             image = (
@@ -69,15 +66,20 @@ class LanesPane(Pane):
                 if lane.image_ok
                 else Text("missing", style=colours.warn)
             )
-            table.add_row(
-                lane.lane,
-                lane.cluster,
-                state,
-                lane.endpoint.removeprefix("http://") if lane.endpoint else "–",
-                image,
-                lane.bench_headline or "–",
-                key=lane.key,
-            )
+            endpoint = lane.endpoint.removeprefix("http://") if lane.endpoint else "–"
+            cells = (lane.lane, lane.cluster, state, endpoint, image, lane.bench_headline or "–")
+            rows.append((lane.key, cells))
+        table = self.table
+        cursor = table.cursor_row
+        # Columns re-fit their content on every change (a long failure reason is gone later).
+        # Widths are set explicitly: auto-width columns re-added after a clear fall back to
+        # their labels' widths and truncate every cell.
+        table.clear(columns=True)
+        for index, label in enumerate(COLUMNS):
+            width = max([len(label), *(Text(str(c[index])).cell_len for _, c in rows)])
+            table.add_column(label, width=width)
+        for key, cells in rows:
+            table.add_row(*cells, key=key)
         if table.row_count:
             table.move_cursor(row=min(cursor, table.row_count - 1), animate=False)
 
