@@ -17,7 +17,7 @@ from cockpit.bench.remote import remote_argv
 from cockpit.bench.watch import scan_counters
 
 FIX = Path(__file__).parent.parent / "fixtures" / "bench"
-REAL = Path("/work/shared/reference/vllm-0.32-cpu")
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "telemetry" / "vllm-0.32-cpu"
 
 
 def test_quality_from_the_markdown_report() -> None:

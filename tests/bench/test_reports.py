@@ -24,7 +24,9 @@ from cockpit.bench.models import (
     to_json,
 )
 
-SEED = tomllib.loads(Path("/work/shared/reference/seed-measurements.toml").read_text())
+SEED = tomllib.loads(
+    (Path(__file__).resolve().parents[1] / "sim_engine" / "seed_measurements.toml").read_text()
+)
 BASE = SEED["flash_4x_honest_baseline"]
 
 
