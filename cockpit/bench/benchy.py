@@ -23,11 +23,10 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx
-from aiohttp import web
 
 from cockpit.bench import forensics, honesty
 from cockpit.bench.client import Clock
@@ -51,6 +50,9 @@ from cockpit.bench.models import (
 from cockpit.bench.prompts import book_text
 from cockpit.bench.watch import MetricsSampler, Watchdog
 from cockpit.ops.events import OpEvent
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 PROGRESS_SCHEMA = "llama-benchy-progress.v1"
 
@@ -486,6 +488,8 @@ def _read_result(
 
 async def serve_book() -> tuple[web.AppRunner, str]:
     """Our corpus on loopback for `--book-url` (llama-benchy downloads its prompt text)."""
+    from aiohttp import web  # only llama-benchy runs need it; importing it costs ~0.25 s
+
     text = book_text()
 
     async def book(_: web.Request) -> web.Response:
