@@ -55,17 +55,14 @@ async def _report_of(req: BenchRequest) -> Path:
     return Path(last.report_json)
 
 
-@pytest.mark.slow
-async def test_llama_benchy_gives_the_same_table(flash_lane: str, tmp_path: Path) -> None:
-    load = os.getloadavg()[0] / (os.cpu_count() or 1)
-    if load > MAX_LOAD_PER_CPU:
-        pytest.skip(f"load {load:.1f} per CPU: a 5 % comparison of two clients needs a quiet host")
+async def _benchy_vs_builtin(flash_lane: str, reports: Path) -> tuple[Path, Path, list[str]]:
+    """Both drivers on the same lane; the c1 rows that differ by more than the allowance."""
     # with the per-point warm-up run: a client's first stream pays its lazy imports
-    ours = await _report_of(_request(flash_lane, tmp_path, "builtin", warmup=True, runs=2))
+    ours = await _report_of(_request(flash_lane, reports, "builtin", warmup=True, runs=2))
     theirs = await _report_of(
         _request(
             flash_lane,
-            tmp_path,
+            reports,
             "llama-benchy",
             driver="llama-benchy",
             benchy_exe=(sys.executable, "-m", "llama_benchy"),
@@ -76,7 +73,7 @@ async def test_llama_benchy_gives_the_same_table(flash_lane: str, tmp_path: Path
     a, b = artifacts.load_report(ours), artifacts.load_report(theirs)
     assert b.environment.driver.startswith("llama-benchy") and b.baseline == ours.name
     assert len(b.points) == 4 and all(p.inference for p in b.points)
-    print(rep.render_comparison(a, b, ours.name, theirs.name))
+    misses = []
     for row in rep.compare(a, b):
         assert row.tg_a and row.tg_b and row.pp_a and row.pp_b, row
         if row.concurrency > 1:
@@ -89,8 +86,28 @@ async def test_llama_benchy_gives_the_same_table(flash_lane: str, tmp_path: Path
         for metric, (x, y) in {"tg": (row.tg_a, row.tg_b), "pp": (row.pp_a, row.pp_b)}.items():
             sa, sb = getattr(pa.inference, metric), getattr(pb.inference, metric)
             spread = 2 * (sa.std + sb.std)
-            assert abs(y - x) <= max(0.05 * x, spread), (metric, row, spread)
+            if abs(y - x) > max(0.05 * x, spread):
+                misses.append(f"d{row.depth} {metric}: {x:.1f} vs {y:.1f} (spread {spread:.1f})")
+    return ours, theirs, misses
+
+
+@pytest.mark.slow
+async def test_llama_benchy_gives_the_same_table(flash_lane: str, tmp_path: Path) -> None:
+    load = os.getloadavg()[0] / (os.cpu_count() or 1)
+    if load > MAX_LOAD_PER_CPU:
+        pytest.skip(f"load {load:.1f} per CPU: a 5 % comparison of two clients needs a quiet host")
+    # A noisy neighbour on the 2 shared cores can spoil one pair of runs: measure a second pair
+    # before calling the drivers different (both pairs must miss for the test to fail).
+    attempts = []
+    for attempt in range(2):
+        ours, theirs, misses = await _benchy_vs_builtin(flash_lane, tmp_path / f"try{attempt}")
+        attempts.append(misses)
+        if not misses:
+            break
+    assert not attempts[-1], attempts
+    a, b = artifacts.load_report(ours), artifacts.load_report(theirs)
     text = rep.render_comparison(a, b, ours.name, theirs.name)
+    print(text)
     assert "Δ tg" in text and "%" in text
     assert "Δ c1" in Path(theirs.with_suffix(".md")).read_text()  # deltas against the baseline
 
