@@ -254,13 +254,18 @@ async def run_worker(r: Rank) -> int:
             gpu_load.withdraw(path)
 
 
-async def _boot_worker(r: Rank, plan: boot.BootPlan) -> int | None:
+async def _boot_to_model(r: Rank, plan: boot.BootPlan) -> int | None:
+    """What every rank plays: the divide() check, NCCL init, weights/autotune/KV/graphs."""
     if not _heads_divide(r, plan):
         return 1
     code = await _nccl(r, plan)
     if code is not None:
         return code
-    code = await _play(r, boot.after_nccl(plan, _init_line()), plan)
+    return await _play(r, boot.after_nccl(plan, _init_line()), plan)
+
+
+async def _boot_worker(r: Rank, plan: boot.BootPlan) -> int | None:
+    code = await _boot_to_model(r, plan)
     if code is None:
         r.phase, r.util = "idle", 0.0
     return code
@@ -344,12 +349,7 @@ async def run_head(r: Rank, stop: asyncio.Event) -> int:
 
 
 async def _boot_head(r: Rank, plan: boot.BootPlan) -> int | None:
-    if not _heads_divide(r, plan):
-        return 1
-    code = await _nccl(r, plan)
-    if code is not None:
-        return code
-    code = await _play(r, boot.after_nccl(plan, _init_line()), plan)
+    code = await _boot_to_model(r, plan)
     if code is not None:
         return code
     if plan.kv_tokens < plan.max_model_len:
