@@ -6,8 +6,6 @@ import asyncio
 import getpass
 import json
 import os
-import random
-import re
 import socket
 import subprocess
 import sys
@@ -58,30 +56,6 @@ def add_pinned_recipe(fleet: SimFleet) -> None:
     (fleet.inventory_dir / f"{PINNED}.toml").write_text(text)
 
 
-def free_port_on_every_node(fleet: SimFleet, avoid: set[int]) -> int:
-    """A TCP port free on every node address (fleets run in parallel share 127.0.0.1x)."""
-    while True:
-        port = random.randint(20000, 29999)
-        if port in avoid:
-            continue
-        try:
-            for node in fleet.nodes:
-                with socket.socket() as probe:
-                    probe.bind((node.host, port))
-        except OSError:
-            continue
-        return port
-
-
-def own_ports(fleet: SimFleet) -> None:
-    """Serve and rendezvous ports of this fleet's lanes, away from other runs' fleets."""
-    path = fleet.inventory_dir / "clusters.toml"
-    serve = free_port_on_every_node(fleet, set())
-    master = free_port_on_every_node(fleet, {serve})
-    text = re.sub(r"(?m)^serve_port = \d+", f"serve_port = {serve}", path.read_text())
-    path.write_text(re.sub(r"(?m)^master_port = \d+", f"master_port = {master}", text))
-
-
 @pytest.fixture(scope="module")
 def shared_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimFleet]:
     """One fleet for the module (starting one costs seconds); each test restores what it broke."""
@@ -89,7 +63,6 @@ def shared_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimFleet]
     try:
         made.start()
         add_pinned_recipe(made)
-        own_ports(made)
         yield made
     finally:
         made.stop()

@@ -4,9 +4,6 @@
 
 from __future__ import annotations
 
-import random
-import re
-import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -36,31 +33,12 @@ SPEED = 200.0
 POINTS = (PointSpec(4096, 1, 512, 32), PointSpec(4096, 2, 512, 32))
 
 
-def free_port(fleet: SimFleet, avoid: set[int]) -> int:
-    """A TCP port free on every node address (parallel runs share 127.0.0.1x)."""
-    while True:
-        port = random.randint(20000, 29999)
-        try:
-            for node in fleet.nodes:
-                with socket.socket() as probe:
-                    probe.bind((node.host, port))
-        except OSError:
-            continue
-        if port not in avoid:
-            return port
-
-
 def prepare(fleet: SimFleet) -> None:
-    """A second Qwen lane to switch to, and this fleet's own serve/rendezvous ports."""
+    """A second Qwen lane to switch to (the fleet's own /24 keeps its ports apart from others)."""
     text = (fleet.inventory_dir / f"{QWEN}.toml").read_text()
     (fleet.inventory_dir / f"{OTHER}.toml").write_text(
         text.replace(f'name = "{QWEN}"', f'name = "{OTHER}"')
     )
-    path = fleet.inventory_dir / "clusters.toml"
-    serve = free_port(fleet, set())
-    master = free_port(fleet, {serve})
-    text = re.sub(r"(?m)^serve_port = \d+", f"serve_port = {serve}", path.read_text())
-    path.write_text(re.sub(r"(?m)^master_port = \d+", f"master_port = {master}", text))
 
 
 async def until(
