@@ -54,7 +54,8 @@ class CockpitApp(App[None]):
         self.fleet_label = fleet_label or str(inventory.root)
         self.clock = clock
         self.persist_theme = persist_theme
-        self.first_useful_frame: float | None = None  # perf_counter() of the first LIVE node shown
+        # perf_counter() once a frame showing a LIVE node with its GPU and memory is painted
+        self.first_useful_frame: float | None = None
         self.cockpit_themes = [t.name for t in load_themes(*theme_dirs)]
         for theme in load_themes(*theme_dirs):
             self.register_theme(theme)
@@ -100,11 +101,25 @@ class CockpitApp(App[None]):
 
     def on_facts(self, message: Facts) -> None:
         self.store.apply_all(message.inputs)
+        screen = self.screen
+        if self.first_useful_frame is None and isinstance(screen, MainScreen) and screen.is_mounted:
+            screen.flush()  # the first facts go on screen now, not at the next flush tick
 
     def frame_shown(self, snap: FleetSnapshot) -> None:
-        """Called after each repaint; records when the fleet first appeared live."""
-        if self.first_useful_frame is None and any(n.health is NodeHealth.LIVE for n in snap.nodes):
+        """Called when the panes took a snapshot; once one shows a LIVE node with its GPU and
+        memory figures, the time it is painted is `first_useful_frame`."""
+        if self.first_useful_frame is None and any(
+            n.health is NodeHealth.LIVE and n.gpu is not None and n.memory is not None
+            for n in snap.nodes
+        ):
+            self.screen.call_after_refresh(self._first_useful_frame_painted)
+
+    def _first_useful_frame_painted(self) -> None:
+        if self.first_useful_frame is None:
             self.first_useful_frame = time.perf_counter()
+            main = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
+            if main is not None:
+                main.reveal()
 
     def cycle_theme(self) -> str:
         """Next cockpit theme; the choice is saved to the user's `tui.toml`."""

@@ -4,6 +4,10 @@
 One long-lived probe channel per node (`cockpit.status.FleetPoller`), one `docker logs -f` channel
 per lane container, one HTTP scrape loop per running lane. A node that stops answering only
 stops its own channels; its facts stay and the store marks them STALE / DOWN.
+
+Until the first node sample is out the feed looks at the poller every 10 ms instead of every tick:
+the first probe lines reach the screen as soon as they arrive. httpx (and its TLS context) is
+loaded when the first lane is seen running, not at start.
 """
 
 from __future__ import annotations
@@ -13,8 +17,8 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
-
-import httpx
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING
 
 from cockpit.config import Inventory
 from cockpit.errors import CockpitError
@@ -35,7 +39,11 @@ from cockpit.tui.state.inputs import (
     StoreInput,
 )
 
+if TYPE_CHECKING:
+    import httpx
+
 TICK_S = 0.1
+FIRST_TICK_S = 0.01  # until the first node sample is out
 LOG_TAIL = 500  # lines of history fetched when a container's log is first followed
 LOG_BUFFER = 1000  # newest lines kept per container between two ticks (10k lines/s each)
 SCRAPE_S = 2.0
@@ -104,10 +112,14 @@ class FleetFeed:
         pool: SshPool,
         pace: Pace | None = None,
         scrape_s: float = SCRAPE_S,
+        poller: FleetPoller | None = None,
     ) -> None:
+        """`poller`: one already probing the inventory's nodes (started early, owned by the
+        caller); without it the feed runs its own at `pace`."""
         self.inventory = inventory
         self.pool = pool
         self.pace = pace or Pace()
+        self.poller = poller
         self.scrape_s = scrape_s
         self._refs = sorted({r.image.ref for r in inventory.recipes.values()})
         self._seen: dict[str, tuple[NodeFacts, NodeState]] = {}
@@ -115,27 +127,36 @@ class FleetFeed:
         self._tails: dict[tuple[str, str], LineTail] = {}
         self._scrapes: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._engine: list[StoreInput] = []
+        self._sampled = False  # a NodeSampled went out
+        self._http: httpx.AsyncClient | None = None
 
     async def batches(self) -> AsyncIterator[Sequence[StoreInput]]:
-        nodes = list(self.inventory.nodes)
-        async with (
-            FleetPoller(self.pool, nodes, self.pace) as poller,
-            httpx.AsyncClient(timeout=SCRAPE_TIMEOUT_S) as http,
-        ):
+        async with AsyncExitStack() as stack:
+            poller = self.poller or await stack.enter_async_context(
+                FleetPoller(self.pool, list(self.inventory.nodes), self.pace)
+            )
             try:
                 while True:
-                    batch = self._tick(poller, http)
+                    batch = self._tick(poller)
                     if batch:
+                        self._sampled = self._sampled or any(
+                            isinstance(item, NodeSampled) for item in batch
+                        )
                         yield batch
-                    await asyncio.sleep(TICK_S)
+                    await asyncio.sleep(TICK_S if self._sampled else FIRST_TICK_S)
             finally:
                 for task in [*self._logs.values(), *self._scrapes.values()]:
                     task.cancel()
                 for task in [*self._logs.values(), *self._scrapes.values()]:
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await task
+                self._logs.clear()
+                self._scrapes.clear()
+                if self._http is not None:
+                    await self._http.aclose()
+                    self._http = None
 
-    def _tick(self, poller: FleetPoller, http: httpx.AsyncClient) -> list[StoreInput]:
+    def _tick(self, poller: FleetPoller) -> list[StoreInput]:
         now = time.time()
         facts, links = poller.facts(), poller.links()
         batch: list[StoreInput] = []
@@ -156,7 +177,7 @@ class FleetFeed:
                 if label.rank == 0:
                     heads[(label.lane, label.cluster)] = node
         self._follow_logs(containers)
-        self._scrape(heads, http)
+        self._scrape(heads)
         for (node, _), tail in self._tails.items():
             if tail.received:
                 lines, dropped = tail.take()
@@ -185,15 +206,21 @@ class FleetFeed:
                 async for line in lines:
                     tail.push(line)
 
-    def _scrape(self, heads: dict[tuple[str, str], str], http: httpx.AsyncClient) -> None:
+    def _scrape(self, heads: dict[tuple[str, str], str]) -> None:
         for key in list(self._scrapes):
             if key not in heads:
                 self._scrapes.pop(key).cancel()
+        if heads and self._http is None:
+            import httpx  # here: a fleet with no lane running never pays for it
+
+            self._http = httpx.AsyncClient(timeout=SCRAPE_TIMEOUT_S)
         for key in heads:
             if key not in self._scrapes or self._scrapes[key].done():
-                self._scrapes[key] = asyncio.create_task(self._scrape_loop(*key, http))
+                self._scrapes[key] = asyncio.create_task(self._scrape_loop(*key, self._http))
 
     async def _scrape_loop(self, lane: str, cluster: str, http: httpx.AsyncClient) -> None:
+        import httpx
+
         try:
             plan = plan_lane(
                 self.inventory, self.inventory.recipe(lane), self.inventory.cluster(cluster)

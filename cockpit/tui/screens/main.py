@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 FLUSH_S = 0.05  # logs and tables repaint at most 20 times a second, however fast facts arrive
 AGE_TICK_S = 1.0  # ages (STALE 12s) move even when no fact arrives
 NARROW_BELOW = 120  # columns: below this the panes stack in one scrolling column
+REVEAL_AFTER_S = 1.0  # the later panes' content appears by then even if no node answers
 
 
 class MainScreen(Screen[None]):
@@ -47,7 +48,7 @@ class MainScreen(Screen[None]):
         return cast("CockpitApp", self.app)
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(classes="-starting")  # until the first useful frame: see reveal()
         self.ctx = ViewContext()
         self.snap: FleetSnapshot | None = None
         self._shown_version = -1
@@ -72,8 +73,18 @@ class MainScreen(Screen[None]):
     def on_mount(self) -> None:
         self.sub_title = "READ-ONLY" if self.cockpit.readonly else self.cockpit.fleet_label
         self.set_interval(FLUSH_S, self.flush)
+        self.set_timer(REVEAL_AFTER_S, self.reveal)
         self.flush()
         self.query_one("#lanes-table").focus()
+
+    def reveal(self) -> None:
+        """Lay out the later panes' content (hidden by the -starting class so that the first
+        frame costs only the Lanes and Nodes panes); called once the first useful frame is
+        painted, or after REVEAL_AFTER_S."""
+        if self.has_class("-starting"):
+            self.remove_class("-starting")
+            self._shown_version = -1
+            self.flush()  # before the next layout, as on mount: the tails start at their end
 
     def on_resize(self, event: Resize) -> None:
         self.set_class(event.size.width < NARROW_BELOW, "-narrow")
@@ -94,9 +105,12 @@ class MainScreen(Screen[None]):
         self._shown_version, self._shown_at = store.version, now
         self.snap = snap = store.snapshot(now)
         self.ctx = self._view_context(snap)
+        starting = self.has_class("-starting")
         for pane in self.query(Pane):
             if self.maximized is not None and pane is not self.maximized:
                 continue  # hidden behind a maximised pane: keep collecting, skip the repaint
+            if starting and not pane.FIRST_FRAME:
+                continue  # content not laid out yet: reveal() repaints it
             pane.show(snap, self.ctx)
         self.cockpit.frame_shown(snap)
 

@@ -22,6 +22,8 @@ def _clip(text: str, width: int) -> str:
 class LanesPane(Pane):
     """Its cursor row is the selected lane: every lane key (l, s, y, b, w) acts on it."""
 
+    FIRST_FRAME = True
+
     class Selected(Message):
         def __init__(self, key: str) -> None:
             super().__init__()

@@ -53,6 +53,8 @@ def node_row(node: NodeView, colours: Palette) -> tuple[Text, ...]:
 
 
 class NodesPane(Pane):
+    FIRST_FRAME = True
+
     class Chosen(Message):
         """Enter on a node: show its log."""
 

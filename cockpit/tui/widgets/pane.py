@@ -21,6 +21,9 @@ class Pane(Vertical):
     """Subclasses implement `show`; hidden panes are skipped by the screen but still fed later."""
 
     ALLOW_MAXIMIZE = True
+    FIRST_FRAME = False
+    """Needed by the first useful frame (Lanes, Nodes). The other panes show their borders at
+    start and lay out their content once that frame is painted (`MainScreen` -starting)."""
     DEFAULT_CSS = """
     Pane {
         border: round $panel-lighten-2;
@@ -36,7 +39,7 @@ class Pane(Vertical):
     """
 
     def __init__(self, title: str, *, id: str) -> None:
-        super().__init__(id=id)
+        super().__init__(id=id, classes="" if self.FIRST_FRAME else "-later")
         self.border_title = title
 
     def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:

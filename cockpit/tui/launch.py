@@ -1,0 +1,90 @@
+"""Start-up of the cockpit on a fleet: the nodes first, Textual while they answer.
+
+The first useful frame needs two slow things: the nodes' first probe lines (SSH handshakes, then
+the remote tools starting) and the app itself (importing Textual and the panes, the first
+layout). They overlap here: the probes start before the TUI modules are imported, and the import
+runs in a thread so the event loop keeps serving the SSH handshakes meanwhile. When the app
+mounts, the facts are often in already and its first frame shows live nodes.
+
+This module imports nothing heavy itself: `cockpit tui` reaches the SSH connect as soon as the
+inventory and asyncssh are loaded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cockpit.status.poller import FleetPoller
+from cockpit.status.probe import Pace
+
+if TYPE_CHECKING:
+    from cockpit.config import Inventory
+    from cockpit.ssh import SshPool
+    from cockpit.tui.app import CockpitApp
+    from cockpit.tui.feeds.fleet import FleetFeed
+    from cockpit.tui.settings import TuiSettings
+
+APP_MODULES = ("cockpit.tui.app", "cockpit.tui.feeds.fleet")
+"""What the app needs before its first frame."""
+OPS_MODULES = ("cockpit.tui.fleet_ops",)
+"""The lane keys' operations (launch, stop, sync, switch, bench)."""
+
+
+def import_app_modules(extra: tuple[str, ...] = ()) -> None:
+    """Import the TUI (Textual, panes, store, feed) and `extra` modules; meant for a thread."""
+    for name in (*APP_MODULES, *extra):
+        importlib.import_module(name)
+
+
+@asynccontextmanager
+async def early_fleet_feed(
+    inventory: Inventory,
+    pool: SshPool,
+    pace: Pace | None = None,
+    preload: tuple[str, ...] = (),
+) -> AsyncIterator[FleetFeed]:
+    """The fleet feed with its probes already running, and the TUI modules (plus `preload`)
+    imported meanwhile; the probes stop when the block ends."""
+    async with FleetPoller(pool, list(inventory.nodes), pace) as poller:
+        await asyncio.to_thread(import_app_modules, preload)
+        from cockpit.tui.feeds.fleet import FleetFeed
+
+        yield FleetFeed(inventory, pool, poller=poller)
+
+
+@asynccontextmanager
+async def fleet_app(
+    inventory: Inventory,
+    pool: SshPool,
+    settings: TuiSettings,
+    *,
+    reports_dir: Path,
+    tokenizer_dir: Path,
+    readonly: bool = False,
+    fleet_label: str = "",
+    persist_theme: bool = True,
+) -> AsyncIterator[CockpitApp]:
+    """The cockpit on `inventory`'s fleet as `cockpit tui` opens it, its probes already running;
+    the caller runs it (`run_async`, or `run_test` headless)."""
+    async with early_fleet_feed(inventory, pool, preload=OPS_MODULES) as feed:
+        from cockpit.ops.context import OpContext
+        from cockpit.tui.app import CockpitApp
+        from cockpit.tui.fleet_ops import FleetOperations, report_baselines
+
+        lanes = [(r.name, c) for r in inventory.recipes.values() for c in r.lane.clusters]
+        operations = FleetOperations(OpContext(inventory, pool), reports_dir, tokenizer_dir)
+        yield CockpitApp(
+            inventory,
+            feeds=[feed],
+            operations=None if readonly else operations,
+            settings=settings,
+            readonly=readonly,
+            fleet_label=fleet_label,
+            baselines=report_baselines(reports_dir, lanes),
+            persist_theme=persist_theme,
+        )
