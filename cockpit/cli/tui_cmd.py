@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 
 from cockpit.config import Inventory, load_inventory
-from cockpit.ops.context import OpContext
 from cockpit.ssh.inventory import pool_for
 
 TOKENIZER_DIR = Path(__file__).resolve().parent.parent / "sim" / "engine" / "tokenizer"
@@ -22,27 +21,26 @@ def run_tui(
     settings_path: Path | None = None,
     fleet_label: str = "",
 ) -> None:
-    """Open the TUI on `inventory`'s fleet until the operator quits (imports Textual lazily)."""
-    from cockpit.tui.app import CockpitApp
-    from cockpit.tui.feeds.fleet import FleetFeed
-    from cockpit.tui.fleet_ops import FleetOperations, report_baselines
+    """Open the TUI on `inventory`'s fleet until the operator quits (the nodes are probed while
+    Textual loads: `cockpit.tui.launch`)."""
+    from cockpit.tui.launch import fleet_app
     from cockpit.tui.settings import default_settings_path, load_settings
 
     settings = load_settings(settings_path or default_settings_path())
-    lanes = [(r.name, c) for r in inventory.recipes.values() for c in r.lane.clusters]
 
     async def main() -> None:
-        async with pool_for(inventory) as pool:
-            operations = FleetOperations(OpContext(inventory, pool), reports_dir, TOKENIZER_DIR)
-            app = CockpitApp(
+        async with (
+            pool_for(inventory) as pool,
+            fleet_app(
                 inventory,
-                feeds=[FleetFeed(inventory, pool)],
-                operations=None if readonly else operations,
-                settings=settings,
+                pool,
+                settings,
+                reports_dir=reports_dir,
+                tokenizer_dir=TOKENIZER_DIR,
                 readonly=readonly,
                 fleet_label=fleet_label,
-                baselines=report_baselines(reports_dir, lanes),
-            )
+            ) as app,
+        ):
             await app.run_async()
 
     asyncio.run(main())
