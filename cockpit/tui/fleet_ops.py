@@ -1,4 +1,8 @@
-"""The TUI's lane keys bound to the real operations (`cockpit.ops`, `cockpit.bench.run`)."""
+"""The TUI's lane keys bound to the real operations (`cockpit.ops`, `cockpit.bench.run`).
+
+Each operation's module is imported when its key is first used (about 0.1 s of modules, httpx
+among them, that the first frame does not wait for).
+"""
 
 from __future__ import annotations
 
@@ -7,14 +11,8 @@ from pathlib import Path
 
 from cockpit.bench import artifacts
 from cockpit.bench.models import PointSpec
-from cockpit.bench.run import BenchRequest, bench, default_points
 from cockpit.ops.context import OpContext
 from cockpit.ops.events import OpEvent, Planned
-from cockpit.ops.launch import launch
-from cockpit.ops.readiness import base_url
-from cockpit.ops.stop import stop
-from cockpit.ops.switch import switch
-from cockpit.ops.sync import sync_image
 from cockpit.plan import plan_lane
 from cockpit.tui.operations import LaneTarget
 
@@ -34,27 +32,38 @@ class FleetOperations:
         self.ctx = ctx
         self.reports_dir = reports_dir
         self.tokenizer_dir = tokenizer_dir
-        self.bench_points = bench_points or default_points()
+        self.bench_points = bench_points  # None: the bench's default sweep
 
     def launch(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
+        from cockpit.ops.launch import launch
+
         return launch(self.ctx, self.ctx.inventory.recipe(target.lane), target.cluster)
 
     def stop(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
+        from cockpit.ops.stop import stop
+
         return stop(self.ctx, lane=target.lane)
 
     def sync(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
+        from cockpit.ops.sync import sync_image
+
         return sync_image(self.ctx, self.ctx.inventory.recipe(target.lane), target.cluster)
 
     def switch(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
+        from cockpit.ops.switch import switch
+
         return switch(self.ctx, self.ctx.inventory.recipe(target.lane), target.cluster)
 
     async def bench(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
         """The sweep's points as the plan, then the bench operation's own events."""
+        from cockpit.bench.run import BenchRequest, bench, default_points
+        from cockpit.ops.readiness import base_url
+
         inventory = self.ctx.inventory
         plan = plan_lane(
             inventory, inventory.recipe(target.lane), inventory.cluster(target.cluster)
         )
-        points = self.bench_points
+        points = self.bench_points or default_points()
         yield Planned(
             op="bench",
             lane=target.lane,

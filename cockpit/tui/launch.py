@@ -29,15 +29,13 @@ if TYPE_CHECKING:
     from cockpit.tui.feeds.fleet import FleetFeed
     from cockpit.tui.settings import TuiSettings
 
-APP_MODULES = ("cockpit.tui.app", "cockpit.tui.feeds.fleet")
-"""What the app needs before its first frame."""
-OPS_MODULES = ("cockpit.tui.fleet_ops",)
-"""The lane keys' operations (launch, stop, sync, switch, bench)."""
+APP_MODULES = ("cockpit.tui.app", "cockpit.tui.feeds.fleet", "cockpit.tui.fleet_ops")
+"""What the app needs before its first frame (the operations load on first use of their key)."""
 
 
-def import_app_modules(extra: tuple[str, ...] = ()) -> None:
-    """Import the TUI (Textual, panes, store, feed) and `extra` modules; meant for a thread."""
-    for name in (*APP_MODULES, *extra):
+def import_app_modules() -> None:
+    """Import the TUI: Textual, the panes, the store, the feed; meant for a thread."""
+    for name in APP_MODULES:
         importlib.import_module(name)
 
 
@@ -46,12 +44,11 @@ async def early_fleet_feed(
     inventory: Inventory,
     pool: SshPool,
     pace: Pace | None = None,
-    preload: tuple[str, ...] = (),
 ) -> AsyncIterator[FleetFeed]:
-    """The fleet feed with its probes already running, and the TUI modules (plus `preload`)
-    imported meanwhile; the probes stop when the block ends."""
+    """The fleet feed with its probes already running and the TUI modules imported meanwhile;
+    the probes stop when the block ends."""
     async with FleetPoller(pool, list(inventory.nodes), pace) as poller:
-        await asyncio.to_thread(import_app_modules, preload)
+        await asyncio.to_thread(import_app_modules)
         from cockpit.tui.feeds.fleet import FleetFeed
 
         yield FleetFeed(inventory, pool, poller=poller)
@@ -71,7 +68,7 @@ async def fleet_app(
 ) -> AsyncIterator[CockpitApp]:
     """The cockpit on `inventory`'s fleet as `cockpit tui` opens it, its probes already running;
     the caller runs it (`run_async`, or `run_test` headless)."""
-    async with early_fleet_feed(inventory, pool, preload=OPS_MODULES) as feed:
+    async with early_fleet_feed(inventory, pool) as feed:
         from cockpit.ops.context import OpContext
         from cockpit.tui.app import CockpitApp
         from cockpit.tui.fleet_ops import FleetOperations, report_baselines

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 
 from cockpit.config import Inventory
 from cockpit.errors import CockpitError
-from cockpit.ops.readiness import base_url
 from cockpit.plan import plan_lane
 from cockpit.ssh import Link, NodeState, SshError, SshPool
 from cockpit.status.poller import FleetPoller
@@ -220,6 +219,8 @@ class FleetFeed:
 
     async def _scrape_loop(self, lane: str, cluster: str, http: httpx.AsyncClient) -> None:
         import httpx
+
+        from cockpit.ops.readiness import base_url  # imports httpx too
 
         try:
             plan = plan_lane(
