@@ -13,8 +13,12 @@ A point is flagged "measured prefill, not decode" when, in its worst measured ba
   (when the counters are unavailable the client evidence stands alone).
 
 A warm batch may also stagger (the second request arrives while the first one's step runs), but
-then only a prompt's worth is prefilled in the window and decode dominates: no flag. Across
-points, a c2 batch tg far below the c1 tg at the same depth is flagged too.
+then only a prompt's worth is prefilled in the window and decode dominates: no flag.
+
+Across points (`cross_point_flags`): a c2 batch tg far below the c1 tg at the same depth; a
+point slower than a deeper one of the same shape (the seed's c1 128K dip, 37.4 < 44.4 at 256K:
+"one clean re-point needed to confirm"), flagged with the command that re-measures it; and a
+point whose runs disagree by more than `NOISY_SPREAD`, whose mean is no figure to quote.
 """
 
 from __future__ import annotations
@@ -26,6 +30,10 @@ from cockpit.bench.models import EngineObservation, Flag, FlagKind, PointResult,
 from cockpit.bench.watch import Counters
 
 C2_COLLAPSE_RATIO = 0.5
+DIP_RATIO = 0.9
+"""A point below this share of a deeper point's tg (same concurrency and shape) is a dip."""
+NOISY_SPREAD = 0.1
+"""Population std / mean of a point's runs above which its tg or pp is called noisy."""
 STAGGER_SHARE = 0.6
 CONTEXT_FACTOR = 1.5
 COLD_FIX = (
@@ -100,16 +108,27 @@ def prefill_in_decode(spec: PointSpec, engine: EngineObservation | None) -> Flag
     )
 
 
+def cross_point_flags(
+    points: Sequence[PointResult], lane: str, cluster: str
+) -> dict[PointSpec, tuple[Flag, ...]]:
+    """The flags that need the whole sweep: collapsed c2, depth dips, noisy points."""
+    flags: dict[PointSpec, list[Flag]] = {}
+    for check in (c2_below_c1(points), depth_dips(points, lane, cluster), noisy(points)):
+        for spec, flag in check.items():
+            flags.setdefault(spec, []).append(flag)
+    return {spec: tuple(found) for spec, found in flags.items()}
+
+
+def _shape(spec: PointSpec) -> tuple[int, int, bool]:
+    return spec.pp, spec.tg, spec.cold
+
+
 def c2_below_c1(points: Sequence[PointResult]) -> dict[PointSpec, Flag]:
     """c > 1 points whose batch tg is far below the c1 tg at the same depth and mode."""
-    c1 = {
-        (p.spec.depth, p.spec.pp, p.spec.tg, p.spec.cold): p.tg
-        for p in points
-        if p.spec.concurrency == 1 and p.tg
-    }
+    c1 = {(p.spec.depth, *_shape(p.spec)): p.tg for p in points if p.spec.concurrency == 1 and p.tg}
     flags: dict[PointSpec, Flag] = {}
     for p in points:
-        ref = c1.get((p.spec.depth, p.spec.pp, p.spec.tg, p.spec.cold))
+        ref = c1.get((p.spec.depth, *_shape(p.spec)))
         if p.spec.concurrency > 1 and p.tg is not None and ref and p.tg < C2_COLLAPSE_RATIO * ref:
             flags[p.spec] = Flag(
                 FlagKind.C2_BELOW_C1,
@@ -117,5 +136,74 @@ def c2_below_c1(points: Sequence[PointResult]) -> dict[PointSpec, Flag]:
                 f"{ref:.1f} t/s at depth {p.spec.depth}: a healthy engine gives c2 ≥ c1, so "
                 "this point measured something else than decode",
                 COLD_FIX if p.spec.cold else "re-run the point and check for prefill in decode",
+            )
+    return flags
+
+
+def repoint_command(lane: str, cluster: str, spec: PointSpec) -> str:
+    """The `cockpit bench` line that measures one point again, in the same mode."""
+    return (
+        f"cockpit bench --recipe {lane} --cluster {cluster} --label repoint-d{spec.depth} "
+        f"--depths {spec.depth} --concurrency {spec.concurrency} --pp {spec.pp} --tg {spec.tg}"
+        + (" --cold" if spec.cold else "")
+    )
+
+
+def depth_dips(points: Sequence[PointResult], lane: str, cluster: str) -> dict[PointSpec, Flag]:
+    """Points whose tg is clearly below that of a deeper point of the same concurrency and shape.
+
+    Decode gets slower with context, never faster: a shallower point that measures slower is a
+    disturbed measurement or a real effect (a CUDA-graph capture size), and one clean re-point
+    tells which.
+    """
+    flags: dict[PointSpec, Flag] = {}
+    for p in points:
+        if p.tg is None:
+            continue
+        deeper = [
+            q
+            for q in points
+            if q.spec.depth > p.spec.depth
+            and q.spec.concurrency == p.spec.concurrency
+            and _shape(q.spec) == _shape(p.spec)
+            and q.tg is not None
+            and not q.flags
+        ]
+        if not deeper:
+            continue
+        fastest = max(deeper, key=lambda q: q.tg or 0.0)
+        assert fastest.tg is not None
+        if p.tg < DIP_RATIO * fastest.tg:
+            flags[p.spec] = Flag(
+                FlagKind.DEPTH_DIP,
+                f"tg {p.tg:.1f} t/s at depth {p.spec.depth} is below the {fastest.tg:.1f} t/s "
+                f"measured deeper, at {fastest.spec.depth}: decode does not speed up with "
+                "context, so this is a disturbed point or a real effect (e.g. a CUDA-graph "
+                "capture size); one clean re-point tells which",
+                f"re-point it: `{repoint_command(lane, cluster, p.spec)}`",
+            )
+    return flags
+
+
+def noisy(points: Sequence[PointResult]) -> dict[PointSpec, Flag]:
+    """Points whose runs disagree: their mean hides a disturbance (a neighbour, a stall)."""
+    flags: dict[PointSpec, Flag] = {}
+    for p in points:
+        if p.inference is None:
+            continue
+        stats = {"tg": p.inference.tg, "pp": p.inference.pp}
+        spreads = {
+            name: (stat.std / stat.mean, len(stat.values))
+            for name, stat in stats.items()
+            if stat is not None and len(stat.values) > 1 and stat.mean > 0
+        }
+        worst = max(spreads, key=lambda name: spreads[name][0], default=None)
+        if worst is not None and spreads[worst][0] > NOISY_SPREAD:
+            spread, runs = spreads[worst]
+            flags[p.spec] = Flag(
+                FlagKind.NOISY,
+                f"{worst} varies ±{spread:.0%} across {runs} runs: something disturbed some of "
+                "them (another client on the lane, a busy bench host, a flaky link)",
+                "re-run with more --runs from a quiet, wired bench host (--bench-host)",
             )
     return flags

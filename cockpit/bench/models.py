@@ -23,6 +23,8 @@ class FlagKind(StrEnum):
     C2_BELOW_C1 = "c2-below-c1"
     HUNG = "hung"
     ERRORS = "errors"
+    DEPTH_DIP = "depth-dip"
+    NOISY = "noisy"
 
 
 @dataclass(frozen=True)

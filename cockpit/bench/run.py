@@ -158,12 +158,11 @@ async def bench(
         if isinstance(event, BenchWarning):
             warnings.append(event.message)
         yield event
-    cross = honesty.c2_below_c1(results)
-    for spec, flag in cross.items():
-        yield warning(f"{spec.label}: {flag.message}", point=spec, flag=flag, lane=req.lane)
-    results = [
-        replace(r, flags=(*r.flags, cross[r.spec])) if r.spec in cross else r for r in results
-    ]
+    cross = honesty.cross_point_flags(results, req.lane, req.cluster)
+    for spec, flags in cross.items():
+        for flag in flags:
+            yield warning(f"{spec.label}: {flag.message}", point=spec, flag=flag, lane=req.lane)
+    results = [replace(r, flags=(*r.flags, *cross.get(r.spec, ()))) for r in results]
     quality: Quality | None = None
     if req.quality:
         quality, note = await run_quality(req, model)

@@ -113,3 +113,47 @@ def test_c2_far_below_c1_is_flagged_per_depth() -> None:
     flags = honesty.c2_below_c1(points)
     assert list(flags) == [points[1].spec]
     assert "30%" in flags[points[1].spec].message
+
+
+def _seed_baseline() -> list[PointResult]:
+    """The seed's honest 4x Flash baseline (§3), c1 and c2 tg per depth."""
+    table = {
+        0: (67.3, 72.2),
+        4096: (62.1, 78.9),
+        8192: (61.5, 73.8),
+        16384: (55.2, 69.9),
+        65536: (46.5, 58.5),
+        131072: (37.4, 47.0),
+        262144: (44.4, 44.6),
+    }
+    return [
+        _point(d, c, tg) for d, pair in table.items() for c, tg in zip((1, 2), pair, strict=True)
+    ]
+
+
+def test_the_seeds_c1_128k_dip_is_flagged_with_its_re_point() -> None:
+    flags = honesty.cross_point_flags(_seed_baseline(), "mimo26-flash-mopd-4x-sparkring", "dgx58")
+    assert list(flags) == [PointSpec(131072, 1, 2048, 32)]  # c2 47.0 stays above 256K's 44.6
+    (flag,) = flags[PointSpec(131072, 1, 2048, 32)]
+    assert flag.kind == FlagKind.DEPTH_DIP and "44.4" in flag.message and "262144" in flag.message
+    assert (
+        "cockpit bench --recipe mimo26-flash-mopd-4x-sparkring --cluster dgx58 "
+        "--label repoint-d131072 --depths 131072 --concurrency 1 --pp 2048 --tg 32"
+    ) in flag.fix
+
+
+def test_a_point_whose_runs_disagree_is_flagged_noisy() -> None:
+    steady = Stat.of([45.0, 46.0, 45.5])
+    shaky = Stat.of([45.0, 30.0, 46.0])
+    assert steady and shaky
+    points = [
+        PointResult(
+            PointSpec(d, 1, 2048, 32), PhaseStats(1, steady, steady, tg, tg, *[None] * 3, 3, 0)
+        )
+        for d, tg in ((0, steady), (4096, shaky))
+    ]
+    flags = honesty.noisy(points)
+    assert list(flags) == [points[1].spec]
+    assert flags[points[1].spec].kind == FlagKind.NOISY and "±" in flags[points[1].spec].message
+    # a single run has no spread to judge
+    assert not honesty.noisy([_point(0, 1, 45.0)])
