@@ -1,4 +1,4 @@
-"""One simulated 4x Flash engine for the bench tests that need the real scheduler."""
+"""Simulated 4x Flash engines for the bench tests that need the real scheduler."""
 
 from __future__ import annotations
 
@@ -9,9 +9,18 @@ import pytest
 from tests.bench.sim_engine import running_engine
 
 FLASH_SPEED = 10.0  # fast enough for the suite, slow enough that client overheads stay small
+COMPARE_SPEED = 2.0
+"""For comparing two clients within 5 %: at ×10 a 2 ms stall of either client is 20 ms of engine
+time, 4 % of a pp2048 window; at ×2 the same stall is under 1 %."""
 
 
 @pytest.fixture(scope="session")
 def flash_lane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with running_engine(tmp_path_factory.mktemp("flash4"), speed=FLASH_SPEED) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def compare_lane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with running_engine(tmp_path_factory.mktemp("flash4-x2"), speed=COMPARE_SPEED) as url:
         yield url

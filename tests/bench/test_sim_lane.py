@@ -6,12 +6,13 @@ figure is read in engine time (the driver divides by the speed the engine report
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from cockpit.bench.artifacts import load_report
 from cockpit.bench.events import BenchWarning, SweepFinished
-from cockpit.bench.models import FlagKind, PointSpec
-from cockpit.bench.run import BenchRequest, bench, default_points
+from cockpit.bench.models import Flag, FlagKind, PointSpec
+from cockpit.bench.run import PERF_DEPTHS, SWEEP_DEPTHS, BenchRequest, bench, default_points
 from cockpit.sim.engine.text import TOKENIZER_DIR
 from tests.bench.conftest import FLASH_SPEED
 
@@ -65,24 +66,33 @@ async def test_cold_c2_sweep_is_flagged_at_every_deep_point(
     assert "measured prefill, not decode" in md and "**Fix:**" in md
 
 
+def _pp_noise(flag: Flag) -> bool:
+    return flag.kind == FlagKind.NOISY and flag.message.startswith("pp ")
+
+
 async def test_warm_sweep_is_clean_with_c2_at_least_c1(flash_lane: str, tmp_path: Path) -> None:
-    points = default_points(depths=(0, 16384, 65536, 262144))
-    _, last = await _run(_request(flash_lane, points, tmp_path, "warm"))
+    # The seed's sweep depths, tg 128 and 2 runs: a 32-token decode at 256K lasts 70 ms of wall
+    # time at ×10, where one 30 ms stall of either process on the 2 shared cores moves tg by 40 %;
+    # 128 tokens keep the host's jitter to a few percent, well inside the c2 − c1 margin.
+    req = _request(flash_lane, default_points(tg=128), tmp_path, "warm")
+    _, last = await _run(replace(req, runs=2))
     report = load_report(Path(last.report_json))
     assert "warm prefix" in report.environment.prefix_cache_mode
     for point in report.points:
-        assert not point.flags, (point.spec.label, point.flags)
+        # the decode is honest everywhere; a c2 pp total may be flagged noisy: it is one step's
+        # wall time (~50 ms at ×10), so a 10 ms stall of either process on the shared cores
+        # moves it by 20 %, and the report says so rather than quoting it
+        unexpected = [f for f in point.flags if not _pp_noise(f)]
+        assert not unexpected, (point.spec.label, point.flags)
         assert point.engine is not None and point.engine.prefill_tokens is not None
         # only the prompts were prefilled: the contexts came from the prefix cache
         assert point.engine.prefill_tokens < 1.5 * point.spec.concurrency * point.spec.pp
         if point.spec.depth:
             assert point.context is not None and point.context.pp is not None
-    # the seed's honest shape, c2 (batch total) ≥ c1: its own margin is 0.5 % at 256K and a ×10
-    # simulator shares 2 cores with the client, so per depth within 15 %, on average above
-    ratios = []
-    for depth in (0, 16384, 65536, 262144):
+    # the seed's honest shape: c2 (batch total) ≥ c1 at every depth
+    shape = {}
+    for depth in PERF_DEPTHS + SWEEP_DEPTHS:
         c1, c2 = report.point(depth, 1), report.point(depth, 2)
         assert c1 and c2 and c1.tg and c2.tg
-        ratios.append(c2.tg / c1.tg)
-        assert c2.tg >= 0.85 * c1.tg, (depth, c1.tg, c2.tg)
-    assert sum(ratios) / len(ratios) >= 1.0, ratios
+        shape[depth] = (round(c1.tg, 1), round(c2.tg, 1))
+    assert all(c2 >= c1 for c1, c2 in shape.values()), shape
