@@ -93,7 +93,6 @@ async def test_llama_benchy_gives_the_same_table(compare_lane: str, tmp_path: Pa
         attempts.append(misses)
         if not misses:
             break
-    print("attempts:", attempts)
     assert not attempts[-1], attempts
     a, b = artifacts.load_report(ours), artifacts.load_report(theirs)
     text = rep.render_comparison(a, b, ours.name, theirs.name)
