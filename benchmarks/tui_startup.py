@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import compileall
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -82,13 +83,14 @@ asyncio.run(main())
 """
 
 
-def run_child(code: str, *args: str) -> dict[str, float]:
+def run_child(code: str, *args: str, cpus: set[int] | None = None) -> dict[str, float]:
     out = subprocess.run(
         [sys.executable, "-c", code, *args],
         check=True,
         capture_output=True,
         text=True,
         cwd=ROOT,
+        preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -96,6 +98,22 @@ def run_child(code: str, *args: str) -> dict[str, float]:
 def load_average() -> str:
     loadavg = Path("/proc/loadavg")
     return loadavg.read_text().split()[0] if loadavg.exists() else "?"
+
+
+def pin(pid: int, cpus: set[int]) -> None:
+    """Every thread of the fleet daemon (the processes it spawns later inherit it)."""
+    for task in os.listdir(f"/proc/{pid}/task"):
+        os.sched_setaffinity(int(task), cpus)
+
+
+KEYS = (
+    "probes_started",
+    "app_built",
+    "mounted",
+    "first_useful_frame",
+    "cpu_seconds",
+    "empty_textual_app_mounted",
+)
 
 
 def main() -> None:
@@ -109,45 +127,55 @@ def main() -> None:
 
     compileall.compile_dir(ROOT / "cockpit", quiet=1)
     load_before = load_average()
+    everything = os.sched_getaffinity(0)
+    fleet_cpu = max(everything)
+    placements = {
+        "shared": (everything, everything),
+        "apart": ({fleet_cpu}, everything - {fleet_cpu}),
+    }
+    if len(everything) < 2:
+        del placements["apart"]
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in placements}
     with tempfile.TemporaryDirectory(prefix="tui-startup-") as tmp:
         fleet = SimFleet(Path(tmp) / "fleet", args.nodes)
         with fleet:
-            runs = []
-            for _ in range(args.runs):
-                run = run_child(CHILD, str(fleet.inventory_dir), tmp)
-                runs.append({**run, **run_child(EMPTY_APP)})
-    keys = (
-        "probes_started",
-        "app_built",
-        "mounted",
-        "first_useful_frame",
-        "cpu_seconds",
-        "empty_textual_app_mounted",
-    )
-    rows = {k: [r[k] for r in runs] for k in keys}
+            daemon = fleet.pid()
+            assert daemon is not None
+            for _ in range(args.runs):  # placements alternate: both see the same machine load
+                for name, (fleet_cpus, cockpit_cpus) in placements.items():
+                    pin(daemon, fleet_cpus)
+                    run = run_child(CHILD, str(fleet.inventory_dir), tmp, cpus=cockpit_cpus)
+                    runs[name].append({**run, **run_child(EMPTY_APP, cpus=cockpit_cpus)})
+    header = " | ".join(f"{name} median | min | max" for name in placements)
     lines = [
         "## TUI: startup to the first useful frame",
         "",
         f"`python benchmarks/tui_startup.py --runs {args.runs} --nodes {args.nodes}` "
         f"({datetime.now(UTC):%Y-%m-%d}, 1-min load average {load_before} before, "
-        f"{load_average()} after, on 2 cores)",
+        f"{load_average()} after, on {len(everything)} cores)",
         "",
-        f"{args.nodes} simulated nodes over SSH, on the same 2 cores as the cockpit; fresh "
-        "process per run taking the path of `cockpit tui`; seconds from the process start "
-        "(imports included) to: the probes started (CLI, inventory and asyncssh loaded), the app "
-        "built (Textual and the panes imported in a thread meanwhile), the app mounted, the "
-        "first frame painted with a LIVE node showing GPU and memory figures from its probe; "
-        "then the child's CPU seconds at that point. The last row is an empty Textual app (one "
-        "Static) started the same way: the floor on this machine.",
+        f"{args.nodes} simulated nodes over SSH; fresh process per run taking the path of "
+        "`cockpit tui`; seconds from the process start (imports included) to: the probes "
+        "started (CLI, inventory and asyncssh loaded), the app built (Textual and the panes "
+        "imported in a thread meanwhile), the app mounted, the first frame painted with a LIVE "
+        "node showing GPU and memory figures from its probe; then the child's CPU seconds at "
+        "that point. The last row is an empty Textual app (one Static) started the same way: the "
+        "floor on this machine.",
         "",
-        "| seconds from process start | median | min | max |",
-        "|---|---:|---:|---:|",
+        "*shared*: the fleet (its SSH server and every node tool it spawns) and the cockpit share "
+        f"all {len(everything)} cores, as in `cockpit demo`. *apart*: the fleet pinned to CPU "
+        f"{fleet_cpu}, the cockpit to the others, a stand-in for nodes that have their own CPUs. "
+        "The two alternate run by run.",
+        "",
+        f"| seconds from process start | {header} |",
+        "|---|" + "---:|---:|---:|" * len(placements),
     ]
-    for name, values in rows.items():
-        lines.append(
-            f"| {name.replace('_', ' ')} | {statistics.median(values):.2f} | {min(values):.2f} "
-            f"| {max(values):.2f} |"
-        )
+    for key in KEYS:
+        cells = []
+        for name in placements:
+            values = [r[key] for r in runs[name]]
+            cells.append(f"{statistics.median(values):.2f} | {min(values):.2f} | {max(values):.2f}")
+        lines.append(f"| {key.replace('_', ' ')} | {' | '.join(cells)} |")
     text = "\n".join(lines)
     print(text)
     if args.write_results:
