@@ -11,13 +11,14 @@ from typing import Any
 import platformdirs
 from pydantic import BaseModel, ValidationError
 
+from cockpit.assets import asset_dir
 from cockpit.config.models import Cluster, ClustersFile, Node, Recipe, SshSettings
 from cockpit.config.rules import check_recipe
 from cockpit.config.toml_source import TomlSource, read_toml
 from cockpit.errors import InputError, Problem
 
 CLUSTERS_FILE = "clusters.toml"
-PROJECT_RECIPES = Path(__file__).resolve().parents[2] / "recipes"
+PROJECT_RECIPES = asset_dir("recipes")
 
 
 @dataclass(frozen=True)

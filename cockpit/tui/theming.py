@@ -8,9 +8,10 @@ from pathlib import Path
 
 from textual.theme import Theme
 
+from cockpit.assets import asset_dir
 from cockpit.errors import InputError
 
-THEMES_DIR = Path(__file__).resolve().parents[2] / "themes"
+THEMES_DIR = asset_dir("themes")
 DEFAULT_THEME = "cockpit-dark"
 _FIELDS = {f.name for f in fields(Theme)}
 

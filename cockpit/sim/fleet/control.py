@@ -20,13 +20,14 @@ from types import TracebackType
 
 import platformdirs
 
+from cockpit.assets import asset_dir
 from cockpit.errors import CockpitError
 from cockpit.sim.fleet.cleanup import fleet_processes, kill_fleet_processes
 from cockpit.sim.fleet.layout import FleetConfig, FleetLayout, ServerKind, node_host, node_names
 from cockpit.sim.tools.launchers import PROJECT_ROOT
 from cockpit.sim.tools.nodestate import NodeState, Record, pid_alive, write_json_atomic
 
-PROJECT_RECIPES = PROJECT_ROOT / "recipes"
+PROJECT_RECIPES = asset_dir("recipes")
 
 
 class FleetError(CockpitError):
