@@ -3,8 +3,9 @@
 The first useful frame needs two slow things: the nodes' first probe lines (SSH handshakes, then
 the remote tools starting) and the app itself (importing Textual and the panes, the first
 layout). They overlap here: the probes start before the TUI modules are imported, and the import
-runs in a thread so the event loop keeps serving the SSH handshakes meanwhile. When the app
-mounts, the facts are often in already and its first frame shows live nodes.
+runs in a thread so the event loop keeps serving the SSH handshakes meanwhile. With nodes that
+have their own CPUs the facts are often in when the app mounts; a simulated fleet on the
+cockpit's own cores competes with the import instead (benchmarks/RESULTS.md, tui_startup).
 
 This module imports nothing heavy itself: `cockpit tui` reaches the SSH connect as soon as the
 inventory and asyncssh are loaded.
@@ -20,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cockpit.status.poller import FleetPoller
-from cockpit.status.probe import Pace
 
 if TYPE_CHECKING:
     from cockpit.config import Inventory
@@ -40,14 +40,10 @@ def import_app_modules() -> None:
 
 
 @asynccontextmanager
-async def early_fleet_feed(
-    inventory: Inventory,
-    pool: SshPool,
-    pace: Pace | None = None,
-) -> AsyncIterator[FleetFeed]:
+async def early_fleet_feed(inventory: Inventory, pool: SshPool) -> AsyncIterator[FleetFeed]:
     """The fleet feed with its probes already running and the TUI modules imported meanwhile;
     the probes stop when the block ends."""
-    async with FleetPoller(pool, list(inventory.nodes), pace) as poller:
+    async with FleetPoller(pool, list(inventory.nodes)) as poller:
         await asyncio.to_thread(import_app_modules)
         from cockpit.tui.feeds.fleet import FleetFeed
 
