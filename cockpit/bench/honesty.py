@@ -23,6 +23,7 @@ point whose runs disagree by more than `NOISY_SPREAD`, whose mean is no figure t
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 
 from cockpit.bench.method import RequestTiming
@@ -109,11 +110,15 @@ def prefill_in_decode(spec: PointSpec, engine: EngineObservation | None) -> Flag
 
 
 def cross_point_flags(
-    points: Sequence[PointResult], lane: str, cluster: str
+    points: Sequence[PointResult], target: Sequence[str]
 ) -> dict[PointSpec, tuple[Flag, ...]]:
-    """The flags that need the whole sweep: collapsed c2, depth dips, noisy points."""
+    """The flags that need the whole sweep: collapsed c2, depth dips, noisy points.
+
+    `target`: the `cockpit bench` options that name the lane (`--recipe R --cluster C`, or
+    `--endpoint URL --lane L`), for the re-point commands.
+    """
     flags: dict[PointSpec, list[Flag]] = {}
-    for check in (c2_below_c1(points), depth_dips(points, lane, cluster), noisy(points)):
+    for check in (c2_below_c1(points), depth_dips(points, target), noisy(points)):
         for spec, flag in check.items():
             flags.setdefault(spec, []).append(flag)
     return {spec: tuple(found) for spec, found in flags.items()}
@@ -140,16 +145,15 @@ def c2_below_c1(points: Sequence[PointResult]) -> dict[PointSpec, Flag]:
     return flags
 
 
-def repoint_command(lane: str, cluster: str, spec: PointSpec) -> str:
-    """The `cockpit bench` line that measures one point again, in the same mode."""
-    return (
-        f"cockpit bench --recipe {lane} --cluster {cluster} --label repoint-d{spec.depth} "
-        f"--depths {spec.depth} --concurrency {spec.concurrency} --pp {spec.pp} --tg {spec.tg}"
-        + (" --cold" if spec.cold else "")
-    )
+def repoint_command(target: Sequence[str], spec: PointSpec) -> str:
+    """The `cockpit bench` line (shell-quoted) that measures one point again, in the same mode."""
+    argv = ["cockpit", "bench", *target, "--label", f"repoint-d{spec.depth}"]
+    argv += ["--depths", str(spec.depth), "--concurrency", str(spec.concurrency)]
+    argv += ["--pp", str(spec.pp), "--tg", str(spec.tg)] + (["--cold"] if spec.cold else [])
+    return shlex.join(argv)
 
 
-def depth_dips(points: Sequence[PointResult], lane: str, cluster: str) -> dict[PointSpec, Flag]:
+def depth_dips(points: Sequence[PointResult], target: Sequence[str]) -> dict[PointSpec, Flag]:
     """Points whose tg is clearly below that of a deeper point of the same concurrency and shape.
 
     Decode gets slower with context, never faster: a shallower point that measures slower is a
@@ -180,7 +184,7 @@ def depth_dips(points: Sequence[PointResult], lane: str, cluster: str) -> dict[P
                 f"measured deeper, at {fastest.spec.depth}: decode does not speed up with "
                 "context, so this is a disturbed point or a real effect (e.g. a CUDA-graph "
                 "capture size); one clean re-point tells which",
-                f"re-point it: `{repoint_command(lane, cluster, p.spec)}`",
+                f"re-point it: `{repoint_command(target, p.spec)}`",
             )
     return flags
 

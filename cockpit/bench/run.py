@@ -158,7 +158,12 @@ async def bench(
         if isinstance(event, BenchWarning):
             warnings.append(event.message)
         yield event
-    cross = honesty.cross_point_flags(results, req.lane, req.cluster)
+    target = (
+        ("--recipe", req.lane, "--cluster", req.cluster)
+        if req.cluster
+        else ("--endpoint", req.endpoint, "--lane", req.lane)
+    )
+    cross = honesty.cross_point_flags(results, target)
     for spec, flags in cross.items():
         for flag in flags:
             yield warning(f"{spec.label}: {flag.message}", point=spec, flag=flag, lane=req.lane)

@@ -132,12 +132,13 @@ def _seed_baseline() -> list[PointResult]:
 
 
 def test_the_seeds_c1_128k_dip_is_flagged_with_its_re_point() -> None:
-    flags = honesty.cross_point_flags(_seed_baseline(), "mimo26-flash-mopd-4x-sparkring", "dgx58")
+    target = ("--recipe", "mimo26-flash-mopd-4x-sparkring", "--cluster", "dgx58-switch")
+    flags = honesty.cross_point_flags(_seed_baseline(), target)
     assert list(flags) == [PointSpec(131072, 1, 2048, 32)]  # c2 47.0 stays above 256K's 44.6
     (flag,) = flags[PointSpec(131072, 1, 2048, 32)]
     assert flag.kind == FlagKind.DEPTH_DIP and "44.4" in flag.message and "262144" in flag.message
     assert (
-        "cockpit bench --recipe mimo26-flash-mopd-4x-sparkring --cluster dgx58 "
+        "cockpit bench --recipe mimo26-flash-mopd-4x-sparkring --cluster dgx58-switch "
         "--label repoint-d131072 --depths 131072 --concurrency 1 --pp 2048 --tg 32"
     ) in flag.fix
 
@@ -157,3 +158,9 @@ def test_a_point_whose_runs_disagree_is_flagged_noisy() -> None:
     assert flags[points[1].spec].kind == FlagKind.NOISY and "±" in flags[points[1].spec].message
     # a single run has no spread to judge
     assert not honesty.noisy([_point(0, 1, 45.0)])
+
+
+def test_a_re_point_command_is_shell_quoted() -> None:
+    target = ("--endpoint", "http://127.0.0.1:8000", "--lane", "odd lane;rm -rf ~")
+    line = honesty.repoint_command(target, PointSpec(131072, 1, 2048, 32, cold=True))
+    assert "--lane 'odd lane;rm -rf ~'" in line and line.endswith("--tg 32 --cold")
