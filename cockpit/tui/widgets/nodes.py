@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.message import Message
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
 
 from cockpit.tui.render import num, sparkline
 from cockpit.tui.state.views import FleetSnapshot, NodeHealth, NodeView, fmt_duration
@@ -64,27 +65,37 @@ class NodesPane(Pane):
 
     def __init__(self) -> None:
         super().__init__("Nodes", id="nodes")
-        self._shown: tuple[object, ...] = ()
+        self._shown: dict[str, tuple[tuple[str, object], ...]] = {}  # node → its cells
+        self._columns: list[ColumnKey] = []
 
     def compose(self) -> ComposeResult:
         table: DataTable[Text] = DataTable(cursor_type="row", id="nodes-table")
-        table.add_columns(*COLUMNS)
+        self._columns = table.add_columns(*COLUMNS)
         yield table
 
     def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
         colours = palette_of(self.app)
-        rows = [node_row(node, colours) for node in snap.nodes]
-        shown = tuple(tuple((t.plain, t.style) for t in row) for row in rows)
+        rows = {node.name: node_row(node, colours) for node in snap.nodes}
+        shown = {name: tuple((t.plain, t.style) for t in row) for name, row in rows.items()}
         if shown == self._shown:
             return  # e.g. only the ages of live nodes moved: nothing visible changed
-        self._shown = shown
         table = self.query_one(DataTable)
-        cursor = table.cursor_row
-        table.clear()
-        for node, row in zip(snap.nodes, rows, strict=True):
-            table.add_row(*row, key=node.name)
-        if table.row_count:
-            table.move_cursor(row=min(cursor, table.row_count - 1), animate=False)
+        if list(shown) == list(self._shown):
+            # the same nodes: only the cells that changed (one node's sample changes a few
+            # cells; rebuilding the table would measure and lay out every cell again)
+            for name, row in rows.items():
+                cells = zip(self._columns, row, self._shown[name], shown[name], strict=True)
+                for column, cell, before, now in cells:
+                    if before != now:
+                        table.update_cell(name, column, cell, update_width=True)
+        else:
+            cursor = table.cursor_row
+            table.clear()
+            for name, row in rows.items():
+                table.add_row(*row, key=name)
+            if table.row_count:
+                table.move_cursor(row=min(cursor, table.row_count - 1), animate=False)
+        self._shown = shown
         down = [n.name for n in snap.nodes if n.health in (NodeHealth.STALE, NodeHealth.DOWN)]
         self.retitle(subtitle=f"unreachable: {', '.join(down)}" if down else "")
 
