@@ -151,8 +151,8 @@ def main() -> None:
         "## TUI: startup to the first useful frame",
         "",
         f"`python benchmarks/tui_startup.py --runs {args.runs} --nodes {args.nodes}` "
-        f"({datetime.now(UTC):%Y-%m-%d}, 1-min load average {load_before} before, "
-        f"{load_average()} after, on {len(everything)} cores)",
+        f"({datetime.now(UTC):%Y-%m-%d}, 1-min load average {load_before} at the start, on "
+        f"{len(everything)} cores; the fleet's own bursts raise it during the runs)",
         "",
         f"{args.nodes} simulated nodes over SSH; fresh process per run taking the path of "
         "`cockpit tui`; seconds from the process start (imports included) to: the probes "
