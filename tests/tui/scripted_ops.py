@@ -17,6 +17,7 @@ from cockpit.tui.operations import LaneTarget
 class ScriptedOperations:
     step_s: float = 0.05
     steps: int = 3
+    plan_s: float = 0.0  # how long the plan takes (a real one asks the nodes)
     started: list[tuple[str, str]] = field(default_factory=list)  # (op, lane) that passed the plan
     rolled_back: list[str] = field(default_factory=list)
 
@@ -24,6 +25,7 @@ class ScriptedOperations:
         where = {"lane": target.lane, "cluster": target.cluster}
         kw = {"op": op, **where}
         names = tuple(f"step {i + 1}" for i in range(self.steps))
+        await asyncio.sleep(self.plan_s)
         yield Planned(steps=names, summary=f"{op} {target.lane} on {target.cluster}", **kw)
         self.started.append((op, target.lane))
         try:

@@ -202,3 +202,30 @@ async def test_a_failing_feed_is_shown_and_restarted(make_app: Callable[..., Coc
             await pilot.pause(0.1)
         assert feed.runs == 2
         assert any("flaky feed failed" in n.message for n in app._notifications)
+
+
+async def test_a_slow_plan_says_the_key_was_taken(make_app: Callable[..., CockpitApp]) -> None:
+    app = make_app(operations=ScriptedOperations(plan_s=1.0))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await select_lane(app, "qwen3-0.6b-2x@dgx56-switch")
+        await pilot.press("w")
+        await pilot.pause(0.6)
+        assert not isinstance(app.screen, ConfirmScreen)
+        notices = [n.message for n in app._notifications]
+        assert "switch qwen3-0.6b-2x@dgx56-switch: planning…" in notices
+        await pilot.pause(0.8)
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")
+
+
+async def test_a_quick_plan_shows_no_planning_notice(make_app: Callable[..., CockpitApp]) -> None:
+    app = make_app(operations=ScriptedOperations())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await select_lane(app, "qwen3-0.6b-2x@dgx56-switch")
+        await pilot.press("w")
+        await pilot.pause(0.5)
+        assert isinstance(app.screen, ConfirmScreen)
+        assert not any("planning" in n.message for n in app._notifications)
+        await pilot.press("n")

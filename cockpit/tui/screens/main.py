@@ -12,6 +12,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.events import Resize
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer, Header, Input
 
 from cockpit.ops.events import Finished, OpEvent, Planned
@@ -37,6 +38,7 @@ FLUSH_S = 0.05  # logs and tables repaint at most 20 times a second, however fas
 AGE_TICK_S = 1.0  # ages (STALE 12s) move even when no fact arrives
 NARROW_BELOW = 120  # columns: below this the panes stack in one scrolling column
 REVEAL_AFTER_S = 1.0  # the later panes' content appears by then even if no node answers
+PLANNING_NOTICE_S = 0.3  # a lane key whose plan is not ready by then says "planning…"
 
 
 class MainScreen(Screen[None]):
@@ -183,26 +185,35 @@ class MainScreen(Screen[None]):
             self.notify(f"{name}: no fleet operations in this session", severity="warning")
             return
         events = getattr(ops, name)(LaneTarget(lane.lane, lane.cluster))
+        # a plan that asks the nodes takes a second or two: say the key was taken
+        planning = self.set_timer(
+            PLANNING_NOTICE_S, lambda: self.notify(f"{name} {lane.key}: planning…", timeout=3)
+        )
         self.run_worker(
-            self._guarded(name, lane, events),
+            self._guarded(name, lane, events, planning),
             group="ops",
             name=f"{name} {lane.key}",
             exit_on_error=False,
         )
 
-    async def _guarded(self, name: str, lane: LaneView, events: AsyncIterator[OpEvent]) -> None:
+    async def _guarded(
+        self, name: str, lane: LaneView, events: AsyncIterator[OpEvent], planning: Timer
+    ) -> None:
         """An operation that raises ends as a failed one, shown, never silently."""
         try:
-            await self._run(events)
+            await self._run(events, planning)
         except Exception as exc:  # the operation's bug or I/O error: show it, keep the app
             summary = f"{type(exc).__name__}: {exc}"
             failed = Finished.failed(name, summary, lane=lane.lane, cluster=lane.cluster)
             self.app.post_message(Facts([failed]))
             self.notify(f"{name} failed: {summary}", severity="error", timeout=10)
 
-    async def _run(self, events: AsyncIterator[OpEvent]) -> None:
+    async def _run(self, events: AsyncIterator[OpEvent], planning: Timer) -> None:
         """Plan → confirmation → the events into the store; cancel throws into the operation."""
-        first = await anext(events, None)
+        try:
+            first = await anext(events, None)
+        finally:
+            planning.stop()
         if first is None:
             return
         confirmed = not isinstance(first, Planned) or await self.app.push_screen_wait(
