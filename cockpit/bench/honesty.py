@@ -16,8 +16,8 @@ A warm batch may also stagger (the second request arrives while the first one's 
 then only a prompt's worth is prefilled in the window and decode dominates: no flag.
 
 Across points (`cross_point_flags`): a c2 batch tg far below the c1 tg at the same depth; a
-point slower than a deeper one of the same shape (the seed's c1 128K dip, 37.4 < 44.4 at 256K:
-"one clean re-point needed to confirm"), flagged with the command that re-measures it; and a
+point that breaks the depth curve (the seed's c1 128K dip, 37.4 < 44.4 at 256K: "one clean
+re-point needed to confirm"), flagged with the command that re-measures it; and a
 point whose runs disagree by more than `NOISY_SPREAD`, whose mean is no figure to quote.
 """
 
@@ -154,35 +154,34 @@ def repoint_command(target: Sequence[str], spec: PointSpec) -> str:
 
 
 def depth_dips(points: Sequence[PointResult], target: Sequence[str]) -> dict[PointSpec, Flag]:
-    """Points whose tg is clearly below that of a deeper point of the same concurrency and shape.
+    """Points that break the depth curve, with the command that re-points each.
 
-    Decode gets slower with context, never faster: a shallower point that measures slower is a
-    disturbed measurement or a real effect (a CUDA-graph capture size), and one clean re-point
-    tells which.
+    Decode gets slower with context, never faster (same concurrency and shape, unflagged
+    points). A point faster than every shallower one by more than 1/`DIP_RATIO` is a spike; a
+    point below `DIP_RATIO` × a deeper non-spike point is a dip (the seed's c1 128K: 37.4 under
+    256K's 44.4). Either is a disturbed point or a real effect (a CUDA-graph capture size), and
+    one clean re-point tells which.
     """
+    series: dict[tuple[int, int, int, bool], list[PointResult]] = {}
+    for p in sorted(points, key=lambda p: p.spec.depth):
+        if p.tg is not None and not p.flags:
+            series.setdefault((p.spec.concurrency, *_shape(p.spec)), []).append(p)
     flags: dict[PointSpec, Flag] = {}
-    for p in points:
-        if p.tg is None:
-            continue
-        deeper = [
-            q
-            for q in points
-            if q.spec.depth > p.spec.depth
-            and q.spec.concurrency == p.spec.concurrency
-            and _shape(q.spec) == _shape(p.spec)
-            and q.tg is not None
-            and not q.flags
-        ]
-        if not deeper:
-            continue
-        fastest = max(deeper, key=lambda q: q.tg or 0.0)
-        assert fastest.tg is not None
-        if p.tg < DIP_RATIO * fastest.tg:
+    for run in series.values():
+        tgs = [p.tg or 0.0 for p in run]
+        spikes = {i for i in range(1, len(run)) if tgs[i] * DIP_RATIO > max(tgs[:i])}
+        for i, p in enumerate(run):
+            deeper = [tgs[j] for j in range(i + 1, len(run)) if j not in spikes]
+            if i in spikes:
+                what = f"above every shallower point (at most {max(tgs[:i]):.1f} t/s)"
+            elif deeper and tgs[i] < DIP_RATIO * max(deeper):
+                what = f"below the {max(deeper):.1f} t/s measured deeper"
+            else:
+                continue
             flags[p.spec] = Flag(
                 FlagKind.DEPTH_DIP,
-                f"tg {p.tg:.1f} t/s at depth {p.spec.depth} is below the {fastest.tg:.1f} t/s "
-                f"measured deeper, at {fastest.spec.depth}: decode does not speed up with "
-                "context, so this is a disturbed point or a real effect (e.g. a CUDA-graph "
+                f"tg {tgs[i]:.1f} t/s at depth {p.spec.depth} is {what}: decode does not speed "
+                "up with context, so this is a disturbed point or a real effect (e.g. a CUDA-graph "
                 "capture size); one clean re-point tells which",
                 f"re-point it: `{repoint_command(target, p.spec)}`",
             )

@@ -136,7 +136,7 @@ def test_the_seeds_c1_128k_dip_is_flagged_with_its_re_point() -> None:
     flags = honesty.cross_point_flags(_seed_baseline(), target)
     assert list(flags) == [PointSpec(131072, 1, 2048, 32)]  # c2 47.0 stays above 256K's 44.6
     (flag,) = flags[PointSpec(131072, 1, 2048, 32)]
-    assert flag.kind == FlagKind.DEPTH_DIP and "44.4" in flag.message and "262144" in flag.message
+    assert flag.kind == FlagKind.DEPTH_DIP and "below the 44.4 t/s measured deeper" in flag.message
     assert (
         "cockpit bench --recipe mimo26-flash-mopd-4x-sparkring --cluster dgx58-switch "
         "--label repoint-d131072 --depths 131072 --concurrency 1 --pp 2048 --tg 32"
@@ -164,3 +164,11 @@ def test_a_re_point_command_is_shell_quoted() -> None:
     target = ("--endpoint", "http://127.0.0.1:8000", "--lane", "odd lane;rm -rf ~")
     line = honesty.repoint_command(target, PointSpec(131072, 1, 2048, 32, cold=True))
     assert "--lane 'odd lane;rm -rf ~'" in line and line.endswith("--tg 32 --cold")
+
+
+def test_a_point_faster_than_every_shallower_one_is_the_one_flagged() -> None:
+    # measured on the simulated qwen lane under load: one stall-inflated point at 16K
+    c1 = [_point(d, 1, tg) for d, tg in ((0, 181.8), (4096, 182.2), (8192, 181.3), (16384, 232.7))]
+    flags = honesty.depth_dips(c1, ("--recipe", "qwen3-0.6b-2x", "--cluster", "dgx56-switch"))
+    assert list(flags) == [c1[3].spec]  # not the three honest points below it
+    assert "above every shallower point (at most 182.2 t/s)" in flags[c1[3].spec].message
