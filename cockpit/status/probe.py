@@ -3,8 +3,10 @@
 Polling by exec costs an SSH session, a login shell and the tool's process per sample, on nodes
 that are shared. The probe instead keeps `nvidia-smi -lms` running for GPU samples and, in the
 same channel, a bash loop that reads /proc/meminfo with builtins and runs the docker / compute-app
-queries at a slower pace. Every output line is tagged (`gpu\t…`, `mem\t…`), so the background GPU
-lines may interleave with a section; a section ends with `TAG.\t<exit status>`.
+queries at a slower pace (`COCKPIT_MEMINFO`, when a node's sessions set it, names the meminfo
+file to read instead: a simulated node's own). Every output line is tagged (`gpu\t…`, `mem\t…`),
+so the background GPU lines may interleave with a section; a section ends with
+`TAG.\t<exit status>`.
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ images() {{ {IMAGES_QUERY}; }}
 exec 3<> <(:)
 n=0
 while :; do
-  emit mem </proc/meminfo
+  emit mem <"${{COCKPIT_MEMINFO:-/proc/meminfo}}"
   printf 'mem.\\t%s\\n' $?
   section ps {shlex.join(PS_QUERY)}
   section apps {shlex.join(APPS_QUERY)}

@@ -27,6 +27,8 @@ def test_cli_shows_every_node_healthy_with_its_images(sim_fleet: SimFleet) -> No
     assert {n["health"] for n in nodes.values()} == {"ok"}
     assert all(n["gpu_name"] == "NVIDIA GB10" for n in nodes.values())
     assert all(n["memory"]["source"] == "meminfo" for n in nodes.values())
+    # each node's own unified memory (a GB10's 119.7 GiB), not the machine running the fleet
+    assert {round(n["memory"]["total_mib"] / 1024, 1) for n in nodes.values()} == {119.7}
     spark = next(i for i in status["images"] if "sparkring" in i["ref"])
     assert spark["presence"] == {f"dgx{i}": "digest" if i > 4 else "absent" for i in range(1, 9)}
 

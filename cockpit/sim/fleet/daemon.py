@@ -14,6 +14,7 @@ import os
 import signal
 import socket
 import sys
+import time
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Protocol
@@ -22,12 +23,14 @@ from cockpit.pids import pid_exists
 from cockpit.sim.fleet.cleanup import kill_fleet_processes
 from cockpit.sim.fleet.endpoint import AsyncsshEndpoint
 from cockpit.sim.fleet.layout import FleetConfig, FleetLayout, node_host, node_names
+from cockpit.sim.fleet.meminfo import refresh_meminfo
 from cockpit.sim.fleet.provision import provision, write_inventory
 from cockpit.sim.fleet.sshd import OpensshEndpoint
 from cockpit.sim.tools.node_exec import node_environment
 from cockpit.sim.tools.nodestate import write_json_atomic
 
 PORT_ATTEMPTS = 8
+MEMINFO_EVERY_S = 1.0
 
 
 class Endpoint(Protocol):
@@ -89,6 +92,7 @@ class FleetDaemon:
                 await self.stop_endpoints()
                 if attempt == PORT_ATTEMPTS - 1:
                     raise
+        self.refresh_meminfo()  # before the inventory announces the fleet: the first probe reads it
         write_inventory(self.layout, self.config, port, host_keys)
         await self.reconcile()
 
@@ -118,6 +122,17 @@ class FleetDaemon:
     async def stop_endpoints(self) -> None:
         await asyncio.gather(*(e.stop() for e in self.endpoints.values()), return_exceptions=True)
 
+    def refresh_meminfo(self) -> None:
+        now = time.time()
+        for name in self.names:
+            refresh_meminfo(self.layout.node_dir(name), now)
+
+    async def keep_meminfo(self) -> None:
+        """Every node's /proc/meminfo follows its engine (see `cockpit.sim.fleet.meminfo`)."""
+        while True:
+            await asyncio.sleep(MEMINFO_EVERY_S)
+            self.refresh_meminfo()
+
     async def watch_owner(self, done: asyncio.Event) -> None:
         """Stop the fleet when its owner process is gone, however it died (a closed terminal
         under `cockpit demo`, a killed test run): a fleet must not outlive what it serves."""
@@ -136,8 +151,10 @@ class FleetDaemon:
         loop.add_signal_handler(signal.SIGINT, done.set)
         loop.add_signal_handler(signal.SIGHUP, wake.set)
         watcher = asyncio.create_task(self.watch_owner(done))
+        meminfo: asyncio.Task[None] | None = None
         try:
             await self.start()
+            meminfo = asyncio.create_task(self.keep_meminfo())
             while not done.is_set():
                 waiter = asyncio.ensure_future(wake.wait())
                 stopper = asyncio.ensure_future(done.wait())
@@ -149,6 +166,8 @@ class FleetDaemon:
                     await self.reconcile()
         finally:
             watcher.cancel()
+            if meminfo is not None:
+                meminfo.cancel()
             await self.stop_endpoints()
             kill_fleet_processes(self.layout.root)
             (self.layout.root / "status.json").unlink(missing_ok=True)

@@ -20,6 +20,7 @@ import tomli_w
 
 from cockpit.config import load_inventory
 from cockpit.sim.fleet.layout import FleetConfig, FleetLayout, node_host, node_names
+from cockpit.sim.fleet.meminfo import meminfo_path
 from cockpit.sim.tools.launchers import write_launchers
 from cockpit.sim.tools.nodestate import GIB, NodeState, derive_hex, new_image
 
@@ -107,6 +108,7 @@ def node_env(layout: FleetLayout, config: FleetConfig, name: str) -> dict[str, s
         "COCKPIT_SIM_FLEET_DIR": str(layout.root),
         "COCKPIT_SIM_SPEED": repr(config.speed),
         "COCKPIT_SIM_BIN": str(layout.bin_dir),
+        "COCKPIT_MEMINFO": str(meminfo_path(node_dir)),
         "HOME": str(node_dir / "home"),
     }
     if config.boot_speed:
