@@ -41,6 +41,9 @@ MEMINFO_QUERY = ["cat", "/proc/meminfo"]
 IMAGES_QUERY = 'ids=$(docker images -q) && { [ -z "$ids" ] || docker image inspect $ids; }'
 """Every local image in full (RepoDigests included): recipe refs may be known by prefix only."""
 
+FIRST_GPU_WAIT_S = 1.0
+"""The first round's slower queries wait (at most this long) for the node's first GPU line: on a
+busy node the GPU sample and meminfo, what a first look needs, come before the inventory."""
 SECTION_MAX_LINES = 5000  # a section longer than this is cut: bounded memory per node
 
 
@@ -69,12 +72,19 @@ section() {{
   printf '%s.\\t%s\\n' "$tag" "${{PIPESTATUS[0]}}"
 }}
 images() {{ {IMAGES_QUERY}; }}
-{{ {gpu} 2>/dev/null | emit gpu; printf 'gpu.\\t%s\\n' "${{PIPESTATUS[0]}}"; }} &
+first_gpu() {{
+  local l
+  IFS= read -r l && printf 'gpu\\t%s\\n' "$l"
+  printf x >&3
+  emit gpu
+}}
 exec 3<> <(:)
+{{ {gpu} 2>/dev/null | first_gpu; printf 'gpu.\\t%s\\n' "${{PIPESTATUS[0]}}"; }} &
 n=0
 while :; do
   emit mem <"${{COCKPIT_MEMINFO:-/proc/meminfo}}"
   printf 'mem.\\t%s\\n' $?
+  (( n )) || read -t {FIRST_GPU_WAIT_S:g} -N 1 -u 3 _
   section ps {shlex.join(PS_QUERY)}
   section apps {shlex.join(APPS_QUERY)}
   if (( n % {max(pace.images_every, 1)} == 0 )); then section img images; fi
