@@ -56,7 +56,7 @@ class FleetOperations:
 
     async def bench(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
         """The sweep's points as the plan, then the bench operation's own events."""
-        from cockpit.bench.run import BenchRequest, bench, default_points
+        from cockpit.bench.run import BenchRequest, bench, beyond_context, default_points
         from cockpit.ops.readiness import base_url
 
         inventory = self.ctx.inventory
@@ -64,12 +64,20 @@ class FleetOperations:
             inventory, inventory.recipe(target.lane), inventory.cluster(target.cluster)
         )
         points = self.bench_points or default_points()
+        mml = plan.recipe.serve.max_model_len
+        skipped = set(beyond_context(points, mml))
+        runs = len(points) - len(skipped)
         yield Planned(
             op="bench",
             lane=target.lane,
             cluster=target.cluster,
-            steps=tuple(p.label for p in points),
-            summary=f"{len(points)} points against {plan.endpoint}, report in {self.reports_dir}",
+            steps=tuple(
+                f"{p.label}  (skipped: beyond max-model-len {mml})" if p in skipped else p.label
+                for p in points
+            ),
+            summary=f"{runs} points against {plan.endpoint}"
+            + (f" ({len(skipped)} beyond the lane's context skipped)" if skipped else "")
+            + f", {BENCH_RUNS} run(s) each, report in {self.reports_dir}",
         )
         url = await base_url(self.ctx.pool, plan)
         request = BenchRequest(
@@ -83,7 +91,7 @@ class FleetOperations:
             runs=BENCH_RUNS,
             recipe_hash=plan.recipe_hash,
             engine_image=plan.recipe.image.ref,
-            max_model_len=plan.recipe.serve.max_model_len,
+            max_model_len=mml,
         )
         async for event in bench(request):
             if not isinstance(event, Planned):  # the plan was shown already
