@@ -6,7 +6,8 @@
 - `fleet_factory(nodes=2, **SimFleet options)` function-scoped: any fleet, all stopped after
 - `connect(fleet, node)` an asyncssh client connection to a node (host keys checked)
 
-Each fleet picks a port free on every node address, so parallel runs do not collide.
+Each fleet draws its own /24 inside 127.0.0.0/8 (and a port free on every node address there), so
+parallel runs never share an address.
 """
 
 from __future__ import annotations
