@@ -56,8 +56,9 @@ class CockpitApp(App[None]):
         self.persist_theme = persist_theme
         # perf_counter() once a frame showing a LIVE node with its GPU and memory is painted
         self.first_useful_frame: float | None = None
-        self.cockpit_themes = [t.name for t in load_themes(*theme_dirs)]
-        for theme in load_themes(*theme_dirs):
+        themes = load_themes(*theme_dirs)
+        self.cockpit_themes = [t.name for t in themes]
+        for theme in themes:
             self.register_theme(theme)
         wanted = settings.theme if settings.theme in self.available_themes else DEFAULT_THEME
         self.theme = wanted if wanted in self.available_themes else "textual-dark"
