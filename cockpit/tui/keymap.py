@@ -29,6 +29,3 @@ MAIN_BINDINGS: list[Binding] = [
 
 NODE_CHANGING: frozenset[str] = frozenset({"launch", "stop", "sync", "bench", "switch"})
 """Actions that change a node; `--readonly` refuses them (and says so)."""
-
-DESTRUCTIVE: frozenset[str] = frozenset({"launch", "stop", "sync", "switch", "bench"})
-"""Actions that show their plan in a confirmation screen first."""
