@@ -17,13 +17,12 @@ from cockpit.ops.context import Emit, OpContext, Outcome
 from cockpit.ops.events import OpEvent, Planned
 from cockpit.ops.locks import NodeLocks, new_record
 from cockpit.ssh import SshError
+from cockpit.status.probe import APPS_QUERY
 from cockpit.telemetry.docker_out import ContainerRow, parse_ps
 from cockpit.telemetry.gpu import parse_compute_apps
 
 GPU_RELEASE_TIMEOUT_S = 30.0
 PS = ["docker", "ps", "-a", "--filter", "label=cockpit.lane", "--format", "{{json .}}"]
-GPU_APPS = ["nvidia-smi", "--query-compute-apps=pid,process_name,used_gpu_memory",
-            "--format=csv,noheader,nounits"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -68,7 +67,7 @@ async def _gpu_released(ctx: OpContext, node: str, timeout_s: float) -> str | No
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            result = await ctx.pool.run(node, GPU_APPS, timeout=15)
+            result = await ctx.pool.run(node, APPS_QUERY, timeout=15)
         except SshError as exc:
             return exc.reason
         apps = parse_compute_apps(result.stdout)
