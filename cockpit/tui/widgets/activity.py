@@ -14,7 +14,7 @@ from cockpit.tui.widgets.palette import Palette, palette_of
 from cockpit.tui.widgets.pane import Pane, ViewContext
 
 
-def op_lines(ops: tuple[OpView, ...], now: float, width: int, colours: Palette) -> Text:
+def op_lines(ops: tuple[OpView, ...], now: float, colours: Palette) -> Text:
     if not ops:
         return Text(
             "no operation yet: l launch · s stop · y sync · b bench · w switch", style=colours.muted
@@ -95,14 +95,12 @@ class OpsPane(Pane):
         yield Body(id="ops-body")
 
     def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
-        running = any(op.running for op in snap.ops)
+        running = sum(1 for op in snap.ops if op.running)
         key = (snap.ops, self.app.theme, int(snap.at) if running else 0)  # elapsed ticks by second
         if key == self._shown:
             return
         self._shown = key
-        body = op_lines(snap.ops, snap.at, self.size.width, palette_of(self.app))
-        self.query_one(Body).update(body)
-        running = sum(1 for op in snap.ops if op.running)
+        self.query_one(Body).update(op_lines(snap.ops, snap.at, palette_of(self.app)))
         self.retitle(subtitle=f"{running} running · x cancels" if running else "")
 
 
