@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from cockpit.config.models import Recipe
 from cockpit.ssh import SshError, SshPool
@@ -174,13 +174,11 @@ class FactsCollector:
     recipe: Recipe
     model_cache: str
     timeout: float = FACTS_TIMEOUT_S
-    cache: dict[str, NodeFacts] = field(default_factory=dict)
 
     async def collect(self, nodes: Iterable[str]) -> dict[str, NodeFacts]:
         argv = facts_command(self.recipe, self.model_cache)
         names = list(dict.fromkeys(nodes))
         results = await asyncio.gather(*(self._one(n, argv) for n in names))
-        self.cache.update(zip(names, results, strict=True))
         return dict(zip(names, results, strict=True))
 
     async def _one(self, node: str, argv: list[str]) -> NodeFacts:
