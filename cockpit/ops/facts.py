@@ -53,7 +53,6 @@ class NodeFacts:
     unreachable: str | None = None
     image_id: str | None = None  # the id the recipe's reference resolves to (present by digest)
     full_ref: str | None = None  # the full `repo@sha256:…` the recipe's reference resolves to
-    repo_digests: tuple[str, ...] = ()
     image_size: int | None = None
     has_image_id: bool = False  # the image's id is present (perhaps without its digest)
     containers: tuple[ContainerRow, ...] = ()  # every cockpit-labelled container, running or not
@@ -153,7 +152,6 @@ def parse_facts(node: str, text: str, ref: str, image_id: str) -> NodeFacts:
         node=node,
         image_id=by_digest.id if by_digest else None,
         full_ref=resolve_digest_ref(ref, by_digest.repo_digests) if by_digest else None,
-        repo_digests=by_digest.repo_digests if by_digest else (),
         image_size=by_digest.size if by_digest else None,
         has_image_id=by_digest is not None or bool(image_id and image_with_id(images, image_id)),
         containers=tuple(parse_ps(sections.get("containers", ""))),

@@ -28,7 +28,7 @@ FULL_REF = RECIPE.image.ref + "0" * 56
 
 def good(node: str, **changes: object) -> NodeFacts:
     base = dict(
-        node=node, image_id=FULL_ID, full_ref=FULL_REF, repo_digests=(FULL_REF,),
+        node=node, image_id=FULL_ID, full_ref=FULL_REF,
         has_image_id=True, snapshot_present=True,
         config_sha256=RECIPE.model.config_sha256 + "ab" * 28,
         index_sha256=RECIPE.model.index_sha256 + "cd" * 28,
@@ -128,7 +128,7 @@ def test_lock_message_and_stale_rule() -> None:
 
 def test_sync_plan_source_peers_and_chains() -> None:
     lacking = NodeFacts(node="n")
-    loaded = good("n", image_id=None, full_ref=None, repo_digests=())
+    loaded = good("n", image_id=None, full_ref=None)
     facts = {
         "dgx1": lacking, "dgx2": good("dgx2"), "dgx3": loaded, "dgx4": good("dgx4"),
         "dgx5": NodeFacts(node="dgx5", unreachable="down"), "dgx6": lacking,
