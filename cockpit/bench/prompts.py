@@ -38,27 +38,27 @@ def book_text(chars: int = 400_000, seed: int = 1859) -> str:
     return "".join(parts)[:chars]
 
 
-def load_tokenizer(directory: Path) -> Tokenizer:
-    """A Hugging Face tokenizer from a directory holding `tokenizer.json` (or that file)."""
-    path = directory if directory.is_file() else directory / "tokenizer.json"
-    return Tokenizer.from_file(str(path))
+def _tokenizer_file(directory: Path) -> Path:
+    """`tokenizer.json` in a directory, or the path itself when it is that file."""
+    return directory if directory.is_file() else directory / "tokenizer.json"
 
 
 @cache
-def _book_tokens(tokenizer_json: str) -> tuple[int, ...]:
-    """The book's token ids, once per tokenizer file (encoding 400K characters takes a second)."""
-    return tuple(
-        Tokenizer.from_file(tokenizer_json).encode(book_text(), add_special_tokens=False).ids
-    )
+def _tokenized_book(tokenizer_json: str) -> tuple[Tokenizer, tuple[int, ...]]:
+    """The tokenizer and the book's token ids, once per file (encoding the book takes a second)."""
+    tokenizer = Tokenizer.from_file(tokenizer_json)
+    return tokenizer, tuple(tokenizer.encode(book_text(), add_special_tokens=False).ids)
 
 
 class PromptMaker:
-    """Cuts (context, prompt) pairs of exact token sizes from the book."""
+    """Cuts (context, prompt) pairs of exact token sizes from the book.
+
+    `directory` holds the engine's Hugging Face `tokenizer.json` (or is that file).
+    """
 
     def __init__(self, directory: Path, seed: int | None = None) -> None:
-        self._tokenizer = load_tokenizer(directory)
-        path = directory if directory.is_file() else directory / "tokenizer.json"
-        self._tokens = list(_book_tokens(str(path.resolve())))
+        self._tokenizer, tokens = _tokenized_book(str(_tokenizer_file(directory).resolve()))
+        self._tokens = list(tokens)
         self._rng = random.Random(seed)
 
     def count(self, text: str) -> int:
