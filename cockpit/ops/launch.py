@@ -146,10 +146,11 @@ async def remove_ranks(ctx: OpContext, plan: LanePlan) -> list[str]:
 
 
 async def _boot(
-    ctx: OpContext, emit: Emit, plan: LanePlan, outcome: Outcome, timeout_s: float
+    ctx: OpContext, emit: Emit, plan: LanePlan, outcome: Outcome, boot_timeout_s: float | None
 ) -> AsyncIterator[OpEvent]:
     """Follow every rank's log to ready (or failure); sets `outcome`."""
     previous = ctx.history.last_seconds(plan.recipe.name, plan.cluster.name)
+    timeout_s = boot_deadline(previous, boot_timeout_s)
     started = time.monotonic()
     deadline = started + timeout_s
     queue: asyncio.Queue[Update] = asyncio.Queue()
@@ -326,8 +327,7 @@ async def _start_and_boot(
             outcome.fail(f"rank {rank.rank} on {rank.node} did not start: {problem}")
             return
         yield emit.finished("start", rank.node, detail=result.stdout.strip()[:12])
-    previous = ctx.history.last_seconds(plan.recipe.name, plan.cluster.name)
-    async for event in _boot(ctx, emit, plan, outcome, boot_deadline(previous, boot_timeout_s)):
+    async for event in _boot(ctx, emit, plan, outcome, boot_timeout_s):
         yield event
 
 
