@@ -6,7 +6,9 @@ written, in one `write_lines` call per flush, so a flood of lines costs one repa
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
+from operator import attrgetter
 
 from rich.highlighter import Highlighter
 from rich.text import Text
@@ -73,17 +75,8 @@ class TailLog(Log):
             self.clear()
         if not entries or entries[-1].seq <= self._last_seq:
             return
-        if entries[0].seq > self._last_seq:
-            fresh: Sequence[LogEntry] = entries
-        else:
-            lo, hi = 0, len(entries)
-            while lo < hi:  # entries are in seq order: bisect for the first unseen one
-                mid = (lo + hi) // 2
-                if entries[mid].seq <= self._last_seq:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            fresh = entries[lo:]
+        # entries are in seq order: the first unseen one is found by bisection
+        fresh = entries[bisect_right(entries, self._last_seq, key=attrgetter("seq")) :]
         self._last_seq = entries[-1].seq
         lines = [self._line(e) for e in fresh[-self.max_lines :] if keep(e, self.term, self.level)]
         if not lines:
