@@ -22,6 +22,7 @@ from cockpit.config import load_inventory
 from cockpit.ops import events as ev
 
 if TYPE_CHECKING:
+    from cockpit.config import Inventory
     from cockpit.ops.context import OpContext
 
 console = Console(highlight=False, soft_wrap=True)
@@ -110,13 +111,10 @@ def _bytes_info(event: ev.Progress) -> str:
     return f"{event.done / 2**20:.1f} MiB{rate}"
 
 
-async def _run(
-    inventory_dir: Path | None, make: Callable[[OpContext], AsyncIterator[ev.OpEvent]]
-) -> int:
+async def _run(inventory: Inventory, make: Callable[[OpContext], AsyncIterator[ev.OpEvent]]) -> int:
     from cockpit.ops.context import OpContext
     from cockpit.ssh.inventory import pool_for  # imported here: `cockpit --help` stays fast
 
-    inventory = load_inventory(inventory_dir)
     printer = EventPrinter(console)
     async with pool_for(inventory) as pool:
         async for event in make(OpContext(inventory, pool)):
@@ -151,7 +149,7 @@ def launch_cmd(
     _exit(
         asyncio.run(
             _run(
-                _inventory(ctx),
+                inventory,
                 lambda c: launch(
                     c, chosen, cluster, sync_image=sync_image, dry_run=dry_run,
                     boot_timeout_s=boot_timeout,
@@ -169,7 +167,8 @@ def stop_cmd(ctx: click.Context, lane: str | None, cluster: str | None) -> None:
     """Stop and remove a lane's containers; verify the GPUs are released."""
     from cockpit.ops.stop import stop
 
-    _exit(asyncio.run(_run(_inventory(ctx), lambda c: stop(c, lane=lane, cluster=cluster))))
+    inventory = load_inventory(_inventory(ctx))
+    _exit(asyncio.run(_run(inventory, lambda c: stop(c, lane=lane, cluster=cluster))))
 
 
 @click.command("sync-image")
@@ -181,8 +180,9 @@ def sync_cmd(ctx: click.Context, recipe: str, cluster: str, source: str | None) 
     """Copy the lane's image node to node, re-attach its digest, verify its id."""
     from cockpit.ops.sync import sync_image
 
-    chosen = load_inventory(_inventory(ctx)).recipe(recipe)
-    _exit(asyncio.run(_run(_inventory(ctx), lambda c: sync_image(c, chosen, cluster, source))))
+    inventory = load_inventory(_inventory(ctx))
+    chosen = inventory.recipe(recipe)
+    _exit(asyncio.run(_run(inventory, lambda c: sync_image(c, chosen, cluster, source))))
 
 
 @click.command("switch")
@@ -197,7 +197,8 @@ def switch_cmd(
     """Stop what occupies the cluster, sync if needed, launch the lane (one confirmed plan)."""
     from cockpit.ops.switch import switch
 
-    chosen = load_inventory(_inventory(ctx)).recipe(recipe)
+    inventory = load_inventory(_inventory(ctx))
+    chosen = inventory.recipe(recipe)
 
     async def confirm(planned: ev.Planned) -> bool:
         return yes or click.confirm("Run this plan?", default=False)
@@ -205,7 +206,7 @@ def switch_cmd(
     _exit(
         asyncio.run(
             _run(
-                _inventory(ctx),
+                inventory,
                 lambda c: switch(c, chosen, cluster, confirm=confirm, boot_timeout_s=boot_timeout),
             )
         )
