@@ -18,7 +18,7 @@ from cockpit.tui.state.views import LogEntry
 from cockpit.tui.widgets.palette import Palette
 
 LEVELS = ("all", "warn+", "error")
-_RANK = {"DEBUG": 0, "INFO": 1, "TRACE": 0, "WARNING": 2, "WARN": 2, "ERROR": 3, "CRITICAL": 3}
+_RANK = {"WARNING": 2, "ERROR": 3}  # the levels the store gives lines; any other line ranks 1
 
 
 class LevelHighlighter(Highlighter):
@@ -45,7 +45,7 @@ class LevelHighlighter(Highlighter):
 
 def keep(entry: LogEntry, term: str, level: int) -> bool:
     """The filter: lines not matching the search term or below the level are hidden."""
-    if level and _RANK.get(entry.level or "", 1) < (2 if level == 1 else 3):
+    if level and _RANK.get(entry.level or "", 1) <= level:  # warn+ keeps 2 and up, error 3
         return False
     return not term or term.lower() in entry.text.lower()
 
