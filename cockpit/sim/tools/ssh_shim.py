@@ -98,9 +98,7 @@ def uplink_of(fleet: dict[str, object], node_dir: str) -> Uplink | None:
     mbps = fleet.get("uplink_mbps") or os.environ.get("COCKPIT_SIM_UPLINK_MBPS")
     if not mbps or not node_dir:
         return None
-    speed = float(os.environ.get("COCKPIT_SIM_SPEED", "1") or 1)
-    rate = float(mbps) * 1e6 / 8 * SIM_BYTES_PER_GIB / GIB * speed  # type: ignore[arg-type]
-    return Uplink(Path(node_dir) / "uplink.clock", rate)
+    return Uplink(Path(node_dir) / "uplink.clock", sim_rate(mbps))  # type: ignore[arg-type]
 
 
 def pump(source: IO[bytes], sink: IO[bytes], throttle: Throttles, close_sink: bool) -> None:
@@ -122,8 +120,12 @@ def link_rate(fleet: dict[str, object], src: str, dst: str) -> float | None:
     links = fleet.get("links") or {}
     assert isinstance(links, dict)
     mbps = links.get(f"{src}>{dst}") or os.environ.get("COCKPIT_SIM_LINK_MBPS")
-    if not mbps:
-        return None
+    return sim_rate(mbps) if mbps else None
+
+
+def sim_rate(mbps: float | str) -> float:
+    """Simulated bytes per second of a real rate in megabits/s of virtual bytes, at this node's
+    COCKPIT_SIM_SPEED."""
     speed = float(os.environ.get("COCKPIT_SIM_SPEED", "1") or 1)
     return float(mbps) * 1e6 / 8 * SIM_BYTES_PER_GIB / GIB * speed
 
