@@ -49,6 +49,17 @@ SCRAPE_S = 2.0
 SCRAPE_TIMEOUT_S = 3.0
 
 
+def lane_containers(facts: NodeFacts) -> list[tuple[str, RankOnNode]]:
+    """The node's lane containers, (name, rank), from their `cockpit.*` labels."""
+    out = []
+    for row in facts.containers or ():
+        label = lane_of(row.labels)
+        if label is not None and label.rank is not None and label.cluster:
+            running = (row.state or "running") == "running"
+            out.append((row.names, RankOnNode(label.lane, label.cluster, label.rank, running)))
+    return out
+
+
 def node_input(
     node: str, facts: NodeFacts, link: NodeState, refs: Sequence[str], now: float
 ) -> StoreInput | None:
@@ -59,12 +70,6 @@ def node_input(
     if facts.heard_at is None:
         return None
     gpus = [facts.gpus[i] for i in sorted(facts.gpus)]
-    ranks = []
-    for row in facts.containers or ():
-        label = lane_of(row.labels)
-        if label is not None and label.rank is not None and label.cluster:
-            running = (row.state or "running") == "running"
-            ranks.append(RankOnNode(label.lane, label.cluster, label.rank, running))
     images = (
         None
         if facts.images is None
@@ -75,7 +80,7 @@ def node_input(
         facts.heard_at,
         gpus[0] if gpus else None,
         node_memory_view(gpus, facts.meminfo, facts.apps),
-        tuple(ranks),
+        tuple(rank for _, rank in lane_containers(facts)),
         images,
     )
 
@@ -168,13 +173,10 @@ class FleetFeed:
                 item = node_input(node, facts[node], links[node], self._refs, now)
                 if item is not None:
                     batch.append(item)
-            for row in facts[node].containers or ():
-                label = lane_of(row.labels)
-                if label is None or label.rank is None or not label.cluster:
-                    continue
-                containers[(node, row.names)] = RankOnNode(label.lane, label.cluster, label.rank)
-                if label.rank == 0:
-                    heads[(label.lane, label.cluster)] = node
+            for name, rank in lane_containers(facts[node]):
+                containers[(node, name)] = rank
+                if rank.rank == 0:
+                    heads[(rank.lane, rank.cluster)] = node
         self._follow_logs(containers)
         self._scrape(heads)
         for (node, _), tail in self._tails.items():
