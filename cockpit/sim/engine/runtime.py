@@ -214,13 +214,11 @@ async def run_worker(r: Rank) -> int:
     link = WorkerLink(r.args.master_addr, r.args.master_port, r.rank)
     publisher = asyncio.create_task(_publisher(r, None))
     go = asyncio.Event()
-    head_load: dict[str, Any] = {}
 
     def on_message(message: dict[str, Any]) -> None:
         if message.get("type") == "go":
             go.set()
         elif message.get("type") == "load":
-            head_load.update(message)
             r.phase = str(message.get("phase", r.phase))
             util = message.get("util")
             r.util = float(util) if isinstance(util, int | float) else None
