@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from pathlib import Path
@@ -12,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cockpit.sim.fleet import SimFleet, default_dir
+from cockpit.sim.tools.nodestate import NodeState
 
 console = Console(highlight=False, soft_wrap=True)
 
@@ -70,8 +70,7 @@ def _summary(fleet: SimFleet) -> Table:
     for column in ("node", "ssh endpoint", "state", "images", "containers"):
         table.add_column(column)
     for node in fleet.nodes:
-        node_dir = fleet.node_dir(node.name)
-        containers = json.loads((node_dir / "containers.json").read_text())
+        containers = NodeState(fleet.node_dir(node.name)).containers()
         running = sum(1 for c in containers if c["State"].get("Running"))
         table.add_row(
             node.name,
