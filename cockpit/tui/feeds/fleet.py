@@ -230,6 +230,8 @@ class FleetFeed:
             )
             url = await base_url(self.pool, plan)
         except (CockpitError, SshError):
+            # the next tick starts a new loop once this one is done: retry at the scrape pace
+            await asyncio.sleep(self.scrape_s)
             return
         while True:
             with contextlib.suppress(httpx.HTTPError):
