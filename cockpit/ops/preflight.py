@@ -110,13 +110,10 @@ def check_lanes(
     plan: LanePlan,
     facts: Mapping[str, NodeFacts],
     production_clusters: frozenset[str],
-    replacing: frozenset[str] = frozenset(),
 ) -> list[CheckFailure]:
     """No other lane's running containers on these nodes; our own lane must not run already."""
     failures = []
     for lane, where in sorted(lanes_running(facts).items()):
-        if lane in replacing:
-            continue
         nodes = sorted(where)
         clusters = sorted({c for c in where.values() if c})
         on = f" (cluster {', '.join(clusters)})" if clusters else ""
@@ -232,21 +229,19 @@ def preflight(
     production_clusters: frozenset[str] = frozenset(),
     will_sync: bool = False,
     master_port: int | None = None,
-    replacing: frozenset[str] = frozenset(),
 ) -> list[CheckFailure]:
     """Every failed check for launching `plan`, given the facts of its nodes.
 
     `will_sync`: a missing image is not a failure (it will be synced first); `master_port`: the
-    rendezvous port the head binds (checked with the serve port); `replacing`: lanes
-    the caller is about to stop (a switch), whose containers and GPU use do not count.
+    rendezvous port the head binds (checked with the serve port).
     """
     head = plan.ranks[0].node
     return [
         *check_recipe_cluster(plan),
         *check_reachable(facts),
         *check_image(plan, facts, will_sync),
-        *check_lanes(plan, facts, production_clusters, replacing),
+        *check_lanes(plan, facts, production_clusters),
         *check_snapshot(plan, facts),
-        *([] if replacing else check_port(plan, facts, head, master_port)),
+        *check_port(plan, facts, head, master_port),
         *check_gpus(facts),
     ]
