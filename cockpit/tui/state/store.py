@@ -164,14 +164,16 @@ class Store:
         if m.kv_cache_usage is not None:
             eng.kv.append(m.kv_cache_usage)
         ttft = win.ttft if win else None
+        boot = self._boot.get(key, BootState())  # the boot log: pool sizes /metrics may lack
+        pool_bytes = m.kv_cache_memory_bytes
         eng.view = EngineView(
             lane_key=key,
             at=m.at,
             running=m.requests_running,
             waiting=m.requests_waiting,
             kv_usage=m.kv_cache_usage,
-            pool_tokens=m.pool_tokens or self._boot.get(key, BootState()).kv_pool_tokens,
-            pool_gib=(m.kv_cache_memory_bytes / _GIB) if m.kv_cache_memory_bytes else None,
+            pool_tokens=m.pool_tokens or boot.kv_pool_tokens,
+            pool_gib=pool_bytes / _GIB if pool_bytes else boot.kv_cache_gib,
             prefix_hit_rate=win.prefix_hit_rate if win else None,
             preemptions_total=m.preemptions,
             prompt_tps=win.prompt_tps if win else None,
@@ -184,10 +186,6 @@ class Store:
             prompt_history=tuple(eng.prompt),
             stalled=stalled,
         )
-        if eng.view.pool_gib is None:
-            boot = self._boot.get(key)
-            if boot and boot.kv_cache_gib:
-                eng.view = replace(eng.view, pool_gib=boot.kv_cache_gib)
 
     def _lines(self, item: RankLines) -> None:
         """Append a rank's lines; NCCL lines also go to the merged tail and the transport summary.
