@@ -62,12 +62,13 @@ class LaneView:
     def state_text(self) -> str:
         """`serving`, `syncing 40%`, `booting loading weights 42% ETA 1m20s`, `failed: reason`."""
         parts = [self.phase.value]
-        if self.step and self.phase in (LanePhase.BOOTING, LanePhase.SYNCING):
-            parts.append(self.step)
-        if self.percent is not None and self.phase in (LanePhase.BOOTING, LanePhase.SYNCING):
-            parts.append(f"{self.percent:.0f}%")
-        if self.eta_s is not None and self.phase in (LanePhase.BOOTING, LanePhase.SYNCING):
-            parts.append(f"ETA {fmt_duration(self.eta_s)}")
+        if self.phase in (LanePhase.BOOTING, LanePhase.SYNCING):
+            if self.step:
+                parts.append(self.step)
+            if self.percent is not None:
+                parts.append(f"{self.percent:.0f}%")
+            if self.eta_s is not None:
+                parts.append(f"ETA {fmt_duration(self.eta_s)}")
         text = " ".join(parts)
         return f"{text}: {self.detail}" if self.phase is LanePhase.FAILED and self.detail else text
 
