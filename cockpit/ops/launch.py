@@ -258,7 +258,7 @@ async def launch_core(
     if not failures and any(not f.has_digest for f in facts.values()):
         yield emit.finished("preflight", detail="image missing on some nodes: syncing first")
         try:
-            sync_plan, _ = await survey(ctx, recipe, cluster.nodes, None)
+            sync_plan, _ = await survey(ctx, recipe, cluster.nodes, None, facts)
         except InputError as exc:
             outcome.refuse(f"cannot sync the image: {exc}")
             return

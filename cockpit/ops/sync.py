@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 
 from cockpit.config.models import Recipe
 from cockpit.errors import InputError
@@ -27,12 +27,18 @@ STEP = "transfer"
 
 
 async def survey(
-    ctx: OpContext, recipe: Recipe, nodes: Sequence[str], source: str | None
+    ctx: OpContext,
+    recipe: Recipe,
+    nodes: Sequence[str],
+    source: str | None,
+    known: Mapping[str, NodeFacts] | None = None,
 ) -> tuple[SyncPlan, dict[str, NodeFacts]]:
-    """Facts of the target nodes (and of the rest of the fleet when none holds the image)."""
+    """Facts of the target nodes (and of the rest of the fleet when none holds the image);
+    nodes in `known` (facts the caller just gathered) are not asked again."""
     collector = FactsCollector(ctx.pool, recipe, ctx.inventory.model_cache)
     wanted = [*nodes, *([source] if source and source not in nodes else [])]
-    facts = await collector.collect(wanted)
+    facts = dict(known or {})
+    facts |= await collector.collect(n for n in wanted if n not in facts)
     if source is None and not any(f.has_digest for f in facts.values()):
         others = [n for n in ctx.inventory.nodes if n not in facts]
         facts |= await collector.collect(others)
