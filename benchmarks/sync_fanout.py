@@ -24,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.results_md import write_section  # noqa: E402
 from cockpit.config import load_inventory  # noqa: E402
 from cockpit.ops.context import Emit, OpContext, Outcome  # noqa: E402
 from cockpit.ops.events import Notice  # noqa: E402
@@ -37,7 +38,6 @@ from cockpit.ssh.inventory import pool_for  # noqa: E402
 RECIPE = "qwen3-0.6b-2x"
 SOURCE = "dgx1"
 PEER_COUNTS = (1, 3, 7)
-MARK_BEGIN, MARK_END = "<!-- sync_fanout:begin -->", "<!-- sync_fanout:end -->"
 
 
 async def one_sync(fleet: SimFleet, peers: list[str], width: int, image: dict) -> float:
@@ -101,18 +101,6 @@ def table(times: dict[str, dict[int, float]], uplink: float, speed: float, size_
     return "\n".join(lines)
 
 
-def write_results(text: str) -> None:
-    path = ROOT / "benchmarks" / "RESULTS.md"
-    current = path.read_text() if path.exists() else "# Benchmark results\n"
-    section = f"{MARK_BEGIN}\n## Image sync: relay chain vs parallel star\n\n{text}\n{MARK_END}"
-    if MARK_BEGIN in current:
-        head, _, rest = current.partition(MARK_BEGIN)
-        current = head + section + rest.partition(MARK_END)[2]
-    else:
-        current = current.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(current)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--uplink-gbps", type=float, default=10.0)
@@ -137,7 +125,7 @@ def main() -> None:
     for topology, row in times.items():
         print(f"{topology}: time(7)/time(1) = {row[7] / row[1]:.2f}")
     if args.write_results:
-        write_results(text)
+        write_section("sync_fanout", f"## Image sync: relay chain vs parallel star\n\n{text}")
 
 
 if __name__ == "__main__":

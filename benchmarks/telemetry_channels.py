@@ -35,6 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.results_md import write_section
 from cockpit.sim.fleet import SimFleet
 from cockpit.ssh import Endpoint, Settings, SshError, SshPool
 from cockpit.status.poller import FleetPoller
@@ -50,8 +51,6 @@ from cockpit.status.probe import (
     Section,
 )
 
-RESULTS = Path(__file__).with_name("RESULTS.md")
-BEGIN, END = "<!-- telemetry_channels:begin -->", "<!-- telemetry_channels:end -->"
 SETTLE_S = 3.0
 PERF_ATTEMPTS = 10
 PERF_ATTACH_S = 0.3
@@ -303,24 +302,11 @@ def _report(measures: list[Measure], pace: Pace, login: tuple[float, float]) -> 
 
 
 def _write_results(body: str, command: str) -> None:
-    section = (
-        f"{BEGIN}\n## Telemetry: one streaming channel per node vs one exec per poll\n\n"
-        f"`{command}` ({time.strftime('%Y-%m-%d')})\n\n{body}\n{END}"
+    write_section(
+        "telemetry_channels",
+        "## Telemetry: one streaming channel per node vs one exec per poll\n\n"
+        f"`{command}` ({time.strftime('%Y-%m-%d')})\n\n{body}",
     )
-    text = (
-        RESULTS.read_text()
-        if RESULTS.exists()
-        else (
-            "# Benchmark results\n\nEvery number here is printed by a script in `benchmarks/`; "
-            "rerun it to check.\n"
-        )
-    )
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    RESULTS.write_text(text)
 
 
 async def _main(args: argparse.Namespace) -> None:

@@ -29,6 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.results_md import write_section  # noqa: E402
+
 CHILD = r"""
 import time
 t0 = time.perf_counter()
@@ -179,16 +181,7 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if args.write_results:
-        results = ROOT / "benchmarks" / "RESULTS.md"
-        begin, end = "<!-- tui_startup:begin -->", "<!-- tui_startup:end -->"
-        current = results.read_text(encoding="utf-8") if results.exists() else ""
-        block = f"{begin}\n{text}\n{end}"
-        if begin in current:
-            head, rest = current.split(begin, 1)
-            current = head + block + rest.split(end, 1)[1]
-        else:
-            current = current.rstrip("\n") + "\n\n" + block + "\n"
-        results.write_text(current, encoding="utf-8")
+        write_section("tui_startup", text)
 
 
 if __name__ == "__main__":
