@@ -80,10 +80,7 @@ class LogPane(_TailPane):
         yield search
 
     def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
-        source = ctx.log_source if ctx.log_source in snap.logs else None
-        if source is None and snap.log_sources:
-            source = snap.log_sources[0]
-        self.source = source
+        self.source = source = ctx.log_source  # the screen picked it among snap.logs
         self.retitle(f"Log {source[0]}/rank {source[1]}" if source else "Log")
         self.tail().feed(source, snap.logs.get(source, ()) if source else (), palette_of(self.app))
         self.shed = snap.dropped.get(source, 0) if source else 0
