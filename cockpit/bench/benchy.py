@@ -248,7 +248,7 @@ class BenchyDriver(Driver):
 
     async def events(self) -> AsyncIterator[OpEvent]:
         cfg = self.cfg
-        for event in self._opening():
+        for event in await self._opening():
             yield event
         with tempfile.TemporaryDirectory(prefix="cockpit-benchy-") as tmp:
             runner, book_url = await serve_book()

@@ -52,12 +52,16 @@ class Driver:
     def _ev(self, cls: type[OpEvent], **kw: object) -> OpEvent:
         return cls(op=OP, lane=self.lane, cluster=self.cluster, **kw)  # type: ignore[arg-type]
 
-    def _opening(self) -> tuple[OpEvent, OpEvent]:
-        """The plan (one step a point) and where the client runs, before any request."""
+    async def _opening(self) -> tuple[OpEvent, OpEvent]:
+        """The plan (one step a point) and where the client runs, before any request.
+
+        The client facts resolve a host name and run `ip route`: off the (TUI's) event loop.
+        """
         cfg = self.cfg
+        facts = await asyncio.to_thread(client_facts, cfg.base_url)
         return (
             self._ev(Planned, steps=tuple(p.label for p in cfg.points), summary=cfg.base_url),
-            self._ev(ClientInfo, **client_facts(cfg.base_url)),
+            self._ev(ClientInfo, **facts),
         )
 
     @contextlib.asynccontextmanager

@@ -50,11 +50,11 @@ class BuiltinDriver(Driver):
     """Runs points with our own streaming client."""
 
     name = "builtin"
+    _maker: PromptMaker  # built when `events()` starts, off the event loop
 
     def __init__(self, cfg: DriverConfig, lane: str = "", cluster: str = "") -> None:
         super().__init__(cfg, lane, cluster)
         self.clock = Clock(cfg.time_scale)
-        self._maker = PromptMaker(cfg.tokenizer_dir, seed=cfg.seed)
         self._tasks: set[asyncio.Task[RequestTiming]] = set()
         self._latency = 0.0
 
@@ -62,7 +62,9 @@ class BuiltinDriver(Driver):
         cfg = self.cfg
         limits = httpx.Limits(max_connections=max(p.concurrency for p in cfg.points) + 5)
         timeout = httpx.Timeout(cfg.request_timeout_s, connect=30.0)
-        for event in self._opening():
+        # loading the tokenizer and encoding the book takes about a second the first time
+        self._maker = await asyncio.to_thread(PromptMaker, cfg.tokenizer_dir, cfg.seed)
+        for event in await self._opening():
             yield event
         async with (
             httpx.AsyncClient(limits=limits, timeout=timeout) as http,
