@@ -88,6 +88,12 @@ class Rank:
             sample = gpu_load.sample(self.phase, self.util, self.mem_gib, self.pid, _wall())
             gpu_load.publish(path, sample)
 
+    def withdraw(self) -> None:
+        """Remove the GPU load this rank published (the process is ending)."""
+        path = self.load_path()
+        if path is not None:
+            gpu_load.withdraw(path)
+
 
 def _wall() -> float:
     return time.time()
@@ -247,9 +253,7 @@ async def run_worker(r: Rank) -> int:
     finally:
         publisher.cancel()
         link.close()
-        path = r.load_path()
-        if path is not None:
-            gpu_load.withdraw(path)
+        r.withdraw()
 
 
 async def _boot_to_model(r: Rank, plan: boot.BootPlan) -> int | None:
@@ -341,9 +345,7 @@ async def run_head(r: Rank, stop: asyncio.Event) -> int:
         if runner is not None:
             await runner.cleanup()
         await link.close()
-        path = r.load_path()
-        if path is not None:
-            gpu_load.withdraw(path)
+        r.withdraw()
 
 
 async def _boot_head(r: Rank, plan: boot.BootPlan) -> int | None:
