@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import deque
 from dataclasses import dataclass
 
 import httpx
 
 from cockpit.bench.client import Clock
 
-MAX_SAMPLES = 10_000
 _NAMES = {
     "vllm:prompt_tokens_total": "prompt",
     "vllm:prompt_tokens_cached_total": "cached",
@@ -100,12 +98,11 @@ class MetricsSampler:
         self._url = f"{base_url}/metrics"
         self._clock = clock
         self.interval = interval
-        self.samples: deque[Counters] = deque(maxlen=MAX_SAMPLES)
+        self.last: Counters | None = None  # what the hang forensics report
         self.last_movement = time.monotonic()
         self.client_progress = time.monotonic()
         self.failures = 0
         self.last_error = ""
-        self._signature: tuple[float | None, ...] | None = None
 
     async def scrape(self) -> Counters | None:
         try:
@@ -116,11 +113,9 @@ class MetricsSampler:
             self.last_error = f"{type(exc).__name__}: {exc}"
             return None
         snapshot = scan_counters(resp.text, self._clock.now())
-        self.samples.append(snapshot)
-        signature = snapshot.signature()
-        if signature != self._signature:
-            self._signature = signature
+        if self.last is None or snapshot.signature() != self.last.signature():
             self.last_movement = time.monotonic()
+        self.last = snapshot
         return snapshot
 
     async def run(self) -> None:
@@ -131,7 +126,7 @@ class MetricsSampler:
                 await self.scrape()
 
     def note(self) -> str:
-        last = self.samples[-1] if self.samples else None
+        last = self.last
         if last is None:
             return f"/metrics unreachable ({self.last_error or 'no scrape yet'})"
         return (
