@@ -225,20 +225,19 @@ class MainScreen(Screen[None]):
             return
         self.app.post_message(Facts([first]))
         if isinstance(first, Finished):
-            self.notify(
-                f"{first.op}: {first.summary}", severity="error" if not first.ok else "information"
-            )
+            self._announce(first)
             return
         try:
             async for event in events:
                 self.app.post_message(Facts([event]))
                 if isinstance(event, Finished):
-                    self.notify(
-                        f"{event.op}: {event.summary}",
-                        severity="information" if event.ok else "error",
-                    )
+                    self._announce(event)
         except asyncio.CancelledError:
             await self._roll_back(first, events)
+
+    def _announce(self, finished: Finished) -> None:
+        severity = "information" if finished.ok else "error"
+        self.notify(f"{finished.op}: {finished.summary}", severity=severity)
 
     async def _roll_back(self, first: OpEvent, events: AsyncIterator[OpEvent]) -> None:
         """The operation sees the cancellation where it waits and yields its rollback events."""
