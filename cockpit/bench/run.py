@@ -94,6 +94,11 @@ def prefix_cache_mode(points: tuple[PointSpec, ...]) -> str:
     return "warm prefix: a context-load request, then context + prompt (depth > 0)"
 
 
+def driver_class(name: str) -> type[BuiltinDriver] | type[BenchyDriver]:
+    """The driver `--driver NAME` selects (`builtin` or `llama-benchy`)."""
+    return BenchyDriver if name == "llama-benchy" else BuiltinDriver
+
+
 def make_driver(req: BenchRequest, model: str, scale: float) -> BuiltinDriver | BenchyDriver:
     cfg = DriverConfig(
         base_url=req.endpoint,
@@ -107,9 +112,7 @@ def make_driver(req: BenchRequest, model: str, scale: float) -> BuiltinDriver | 
         metrics_interval_s=req.metrics_interval_s,
         exe=req.benchy_exe,
     )
-    if req.driver == "llama-benchy":
-        return BenchyDriver(cfg, lane=req.lane, cluster=req.cluster)
-    return BuiltinDriver(cfg, lane=req.lane, cluster=req.cluster)
+    return driver_class(req.driver)(cfg, lane=req.lane, cluster=req.cluster)
 
 
 async def engine_facts(req: BenchRequest, url: str) -> tuple[str, float, str]:
@@ -135,7 +138,7 @@ async def bench(
     if skipped:
         req = replace(req, points=tuple(p for p in req.points if p not in skipped))
     model, scale, image = await engine_facts(req, local_url or req.endpoint)
-    driver_name = "llama-benchy 0.4.0" if req.driver == "llama-benchy" else "builtin"
+    driver_name = driver_class(req.driver).name
     events = source(model, scale) if source else make_driver(req, model, scale).events()
     latency_s = 0.0
     client = {"host": req.client_host, "link": "unknown"}
