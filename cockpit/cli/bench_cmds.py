@@ -35,11 +35,11 @@ from cockpit.bench.run import (
     default_points,
     make_driver,
 )
-from cockpit.config import load_inventory
+from cockpit.config import Inventory, load_inventory
 from cockpit.errors import EXIT_FAILED, InputError
 from cockpit.ops import readiness
 from cockpit.ops.events import OpEvent
-from cockpit.plan import plan_lane
+from cockpit.plan import LanePlan, plan_lane
 from cockpit.ssh.inventory import pool_for
 
 console = Console(highlight=False, soft_wrap=True)
@@ -57,6 +57,16 @@ def _ints(text: str) -> tuple[int, ...]:
         return tuple(_int(x) for x in text.split(",") if x.strip())
     except ValueError as exc:
         raise click.BadParameter(f"expected comma-separated integers, got {text!r}") from exc
+
+
+def _lane_plan(
+    ctx: click.Context, recipe: str | None, cluster: str | None
+) -> tuple[Inventory, LanePlan]:
+    """The inventory and the plan of `--recipe R --cluster C`, the alternative to `--endpoint`."""
+    if not recipe or not cluster:
+        raise InputError("give --recipe and --cluster (or --endpoint URL)")
+    inventory = load_inventory((ctx.obj or {}).get("inventory"))
+    return inventory, plan_lane(inventory, inventory.recipe(recipe), inventory.cluster(cluster))
 
 
 class LiveTable:
@@ -188,10 +198,7 @@ def bench_cmd(
     inventory = None
     plan = None
     if endpoint is None:
-        if not recipe or not cluster:
-            raise InputError("give --recipe and --cluster (or --endpoint URL)")
-        inventory = load_inventory((ctx.obj or {}).get("inventory"))
-        plan = plan_lane(inventory, inventory.recipe(recipe), inventory.cluster(cluster))
+        inventory, plan = _lane_plan(ctx, recipe, cluster)
         endpoint, image, recipe_hash = plan.endpoint, plan.recipe.image.ref, plan.recipe_hash
     req = BenchRequest(
         lane=recipe or lane_name or "adhoc",
@@ -277,12 +284,7 @@ def probe_cmd(
 ) -> None:
     """8-token health check, then one stream observed at the socket (who flushes late?)."""
     if endpoint is None:
-        if not recipe or not cluster:
-            raise InputError("give --recipe and --cluster (or --endpoint URL)")
-        inventory = load_inventory((ctx.obj or {}).get("inventory"))
-        endpoint = plan_lane(
-            inventory, inventory.recipe(recipe), inventory.cluster(cluster)
-        ).endpoint
+        endpoint = _lane_plan(ctx, recipe, cluster)[1].endpoint
     url = endpoint.rstrip("/")
 
     async def run() -> bench_probe.ProbeResult:
