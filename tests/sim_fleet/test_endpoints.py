@@ -83,16 +83,20 @@ async def test_exit_signal_propagates(sim_fleet: SimFleet) -> None:
     assert result.exit_signal is not None and result.exit_signal[0] == "TERM"
 
 
-async def test_wrong_host_key_is_refused(sim_fleet: SimFleet, tmp_path: Path) -> None:
+async def refuses_a_wrong_host_key(fleet: SimFleet, tmp_path: Path) -> None:
     """A known_hosts that holds dgx2's key for dgx1's address: the client must refuse."""
-    entries = sim_fleet.known_hosts.read_text().splitlines()
-    dgx1, dgx2 = sim_fleet.nodes[0], sim_fleet.nodes[1]
+    entries = fleet.known_hosts.read_text().splitlines()
+    dgx1, dgx2 = fleet.nodes[0], fleet.nodes[1]
     key_of_dgx2 = next(e for e in entries if e.startswith(f"[{dgx2.host}]")).split(" ", 1)[1]
     wrong = tmp_path / "known_hosts"
     wrong.write_text(f"[{dgx1.host}]:{dgx1.port} {key_of_dgx2}\n")
     with pytest.raises(asyncssh.HostKeyNotVerifiable):
-        async with connect(sim_fleet, "dgx1", known_hosts=str(wrong)):
+        async with connect(fleet, "dgx1", known_hosts=str(wrong)):
             pass
+
+
+async def test_wrong_host_key_is_refused(sim_fleet: SimFleet, tmp_path: Path) -> None:
+    await refuses_a_wrong_host_key(sim_fleet, tmp_path)
 
 
 async def test_unknown_client_key_is_refused(sim_fleet: SimFleet) -> None:

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import os
 import shlex
 from collections.abc import Callable
 from pathlib import Path
 
-import asyncssh
 import pytest
 
 from cockpit.sim.fleet import SimFleet
 from tests.fleet_fixtures import connect
+from tests.sim_fleet.test_endpoints import group_alive, refuses_a_wrong_host_key, wait_group_gone
 
 pytestmark = pytest.mark.sshd
 
@@ -34,27 +33,13 @@ async def test_closing_the_channel_kills_the_command(sshd_fleet: SimFleet) -> No
     async with connect(sshd_fleet, "dgx1") as conn:
         process = await conn.create_process("echo $$; sleep 300 & sleep 301")
         pgid = int(await process.stdout.readline())
-        os.killpg(pgid, 0)
+        assert group_alive(pgid)
         process.close()
-        for _ in range(100):
-            try:
-                os.killpg(pgid, 0)
-            except ProcessLookupError:
-                break
-            await asyncio.sleep(0.05)
-        else:
-            pytest.fail("the command outlived its channel")
+        assert await wait_group_gone(pgid), "the command outlived its channel"
 
 
 async def test_wrong_host_key_is_refused(sshd_fleet: SimFleet, tmp_path: Path) -> None:
-    dgx1, dgx2 = sshd_fleet.nodes[0], sshd_fleet.nodes[1]
-    entries = sshd_fleet.known_hosts.read_text().splitlines()
-    key_of_dgx2 = next(e for e in entries if e.startswith(f"[{dgx2.host}]")).split(" ", 1)[1]
-    wrong = tmp_path / "known_hosts"
-    wrong.write_text(f"[{dgx1.host}]:{dgx1.port} {key_of_dgx2}\n")
-    with pytest.raises(asyncssh.HostKeyNotVerifiable):
-        async with connect(sshd_fleet, "dgx1", known_hosts=str(wrong)):
-            pass
+    await refuses_a_wrong_host_key(sshd_fleet, tmp_path)
 
 
 async def test_save_load_between_nodes_and_pull(fleet_factory: Callable[..., SimFleet]) -> None:
