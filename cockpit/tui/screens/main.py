@@ -22,7 +22,7 @@ from cockpit.tui.operations import LaneTarget
 from cockpit.tui.screens.confirm import ConfirmScreen
 from cockpit.tui.screens.details import DetailsScreen
 from cockpit.tui.screens.help import HelpScreen
-from cockpit.tui.state.views import FleetSnapshot, LaneView
+from cockpit.tui.state.views import FleetSnapshot, LaneView, lane_key
 from cockpit.tui.widgets.activity import BenchPane, OpsPane
 from cockpit.tui.widgets.engine import KvPane, ThroughputPane
 from cockpit.tui.widgets.lanes import LanesPane
@@ -117,20 +117,17 @@ class MainScreen(Screen[None]):
         self.cockpit.frame_shown(snap)
 
     def _view_context(self, snap: FleetSnapshot) -> ViewContext:
-        lane_key = self.ctx.lane_key or (snap.lanes[0].key if snap.lanes else None)
+        key = self.ctx.lane_key or (snap.lanes[0].key if snap.lanes else None)
         source = self.ctx.log_source
         if source is None or source not in snap.logs:
-            source = self._head_log(snap, lane_key)
-        return ViewContext(lane_key, source)
+            source = self._head_log(snap, key)
+        return ViewContext(key, source)
 
     @staticmethod
-    def _head_log(snap: FleetSnapshot, lane_key: str | None) -> tuple[str, int] | None:
+    def _head_log(snap: FleetSnapshot, key: str | None) -> tuple[str, int] | None:
         for node in snap.nodes:
             for rank in node.ranks:
-                if (
-                    f"{rank.lane}@{rank.cluster}" == lane_key
-                    and (node.name, rank.rank) in snap.logs
-                ):
+                if lane_key(rank.lane, rank.cluster) == key and (node.name, rank.rank) in snap.logs:
                     return node.name, rank.rank
         return snap.log_sources[0] if snap.log_sources else None
 

@@ -46,6 +46,7 @@ from cockpit.tui.state.views import (
     NodeHealth,
     NodeView,
     OpView,
+    lane_key,
 )
 
 HISTORY = 120  # samples kept per series (about 2-6 minutes at the poll rates used)
@@ -147,7 +148,7 @@ class Store:
                 self._op(item)
 
     def _engine(self, item: EngineSampled) -> None:
-        key = f"{item.lane}@{item.cluster}"
+        key = lane_key(item.lane, item.cluster)
         eng = self._engines.setdefault(key, _Engine())
         eng.prev, eng.cur = eng.cur, item.metrics
         m = item.metrics
@@ -193,7 +194,7 @@ class Store:
         Per line this is a few substring tests plus the tracker's parse of NCCL lines: a flood of
         tens of thousands of lines a second must not starve the event loop.
         """
-        key = f"{item.lane}@{item.cluster}"
+        key = lane_key(item.lane, item.cluster)
         log = self._logs.setdefault((item.node, item.rank), _Log())
         log.dropped += item.dropped
         boot = self._boot.get(key, BootState()) if item.rank == 0 else None
@@ -239,7 +240,7 @@ class Store:
                 event.op, event.lane, event.cluster, event.ts, event.steps, message=event.summary
             )
             if event.op in ("launch", "switch"):
-                self._boot.pop(f"{event.lane}@{event.cluster}", None)
+                self._boot.pop(lane_key(event.lane, event.cluster), None)
             return
         if current is None:  # an event that names less (no cluster): the running op it belongs to
             key = next((k for k in self._ops if k[0] == event.op and event.lane in ("", k[1])), key)
@@ -356,7 +357,7 @@ class Store:
     def _lane_view(
         self, lane: str, cluster: str, nodes: tuple[str, ...], endpoint: str | None
     ) -> LaneView:
-        key = f"{lane}@{cluster}"
+        key = lane_key(lane, cluster)
         base = LaneView(
             lane,
             cluster,

@@ -27,6 +27,11 @@ class LanePhase(StrEnum):
     FAILED = "failed"
 
 
+def lane_key(lane: str, cluster: str) -> str:
+    """`lane@cluster`: how the store, the panes and the selection name a lane on a cluster."""
+    return f"{lane}@{cluster}"
+
+
 @dataclass(frozen=True)
 class NodeView:
     name: str
@@ -56,7 +61,7 @@ class LaneView:
 
     @property
     def key(self) -> str:
-        return f"{self.lane}@{self.cluster}"
+        return lane_key(self.lane, self.cluster)
 
     @property
     def state_text(self) -> str:
