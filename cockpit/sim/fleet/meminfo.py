@@ -17,7 +17,8 @@ from cockpit.sim.tools.nvidia_smi import read_load
 
 GIB = 1 << 30
 OS_HELD_GIB = 3.4
-"""What DGX OS, the Docker daemon and the page cache hold on an idle node."""
+"""What DGX OS, the Docker daemon and the page cache hold on an idle node: an assumed figure
+(the seed gives none), as is PAGE_CACHE_GIB; only the GB10 total is a reported one."""
 PAGE_CACHE_GIB = 2.1
 
 
