@@ -8,28 +8,18 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import random
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 
+from tests.sim_engine import engine_proc
+
 FLASH = "/models/models--XiaomiMiMo--MiMo-V2.6-Flash-MOPD/snapshots/0123456789ab"
 SMALL = "/models/models--Qwen--Qwen3-0.6B/snapshots/0123456789ab"
 BOOT_SPEED = 200.0
 """The boot phases run at least this fast (serving keeps `speed`): tests wait seconds, not minutes."""
-
-
-def _free_address() -> tuple[str, int]:
-    host = f"127.0.{random.randint(1, 250)}.{random.randint(2, 250)}"
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return host, sock.getsockname()[1]
 
 
 @contextlib.contextmanager
@@ -41,46 +31,39 @@ def running_engine(
     faults: tuple[str, ...] = (),
     boot_timeout: float = 90.0,
 ) -> Iterator[str]:
-    """A serving engine's base URL; the process is killed on exit."""
+    """A serving engine's base URL; the process is stopped on exit."""
     node = tmp / "node"
     (node / "cache").mkdir(parents=True, exist_ok=True)
     name = Path(model).parent.parent.name
     (node / "cache" / f"b12x-{name}.json").write_text("{}")
-    (node / "node.json").write_text(json.dumps({"faults": {f: True for f in faults}}))
-    host, port = _free_address()
-    argv = [
-        sys.executable, "-m", "cockpit.sim.engine", "serve", model,
-        "--host", host, "--port", str(port),
+    extra = [
         "--tensor-parallel-size", str(tp),
         "--max-num-seqs", "16", "--max-num-batched-tokens", "8192",
         "--enable-prefix-caching", "--max-model-len", "524288",
     ]  # fmt: skip
     if model == FLASH:
-        argv += ["--speculative-config", json.dumps({"num_speculative_tokens": 5})]
-    env = {**os.environ, "COCKPIT_SIM_SPEED": str(speed), "COCKPIT_SIM_NODE_DIR": str(node)}
-    env["COCKPIT_SIM_BOOT_SPEED"] = str(max(BOOT_SPEED, speed))
-    log = (tmp / "engine.log").open("w")
-    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
-    url = f"http://{host}:{port}"
+        extra += ["--speculative-config", json.dumps({"num_speculative_tokens": 5})]
+    engine = engine_proc.start(
+        node,
+        model,
+        *extra,
+        speed=speed,
+        boot_speed=max(BOOT_SPEED, speed),
+        node={"faults": {f: True for f in faults}},
+    )
     try:
         deadline = time.monotonic() + boot_timeout
         while True:
-            if proc.poll() is not None:
+            if engine.proc.poll() is not None:
                 raise RuntimeError(
-                    f"engine exited {proc.returncode}: {(tmp / 'engine.log').read_text()[-2000:]}"
+                    f"engine exited {engine.proc.returncode}: {engine.text()[-2000:]}"
                 )
             with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/health", timeout=1.0).status_code == 200:
+                if httpx.get(f"{engine.url}/health", timeout=1.0).status_code == 200:
                     break
             if time.monotonic() > deadline:
                 raise RuntimeError("engine did not become healthy")
             time.sleep(0.2)
-        yield url
+        yield engine.url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+        engine.stop()
