@@ -104,8 +104,10 @@ def report_baselines(
     """Per lane, tg tokens/s by (depth, concurrency) from its newest report (the Bench baseline)."""
     out: dict[str, dict[tuple[int, int], float]] = {}
     for lane, cluster in lanes:
+        if lane in out:  # the first of its clusters with a report gave the baseline
+            continue
         path = artifacts.baseline_for(reports_dir, lane, cluster)
-        if path is None or lane in out:
+        if path is None:
             continue
         report = artifacts.load_report(path)
         out[lane] = {
