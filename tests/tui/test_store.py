@@ -10,6 +10,7 @@ from cockpit.tui.render import bar, num, sparkline
 from cockpit.tui.state import EngineSampled, LanePhase, NodeHealth, NodeLost, RankLines, Store
 from cockpit.tui.state.stall import is_decode_stall
 from cockpit.tui.state.store import LOG_LINES, NCCL_LINES
+from cockpit.tui.widgets.tail import LEVELS, keep
 from tests.tui import scene
 
 
@@ -129,3 +130,13 @@ def test_a_sync_in_flight_shows_its_progress_and_eta() -> None:
     store.apply(Progress(step="transfer", done=3.0, total=12.0, unit="GiB", eta_s=95.0, **kw))
     lane = store.snapshot(scene.T0).lane("qwen3-0.6b-2x@2nodes-dac")
     assert lane is not None and lane.state_text == "syncing transfer 25% ETA 1m35s"
+
+
+def test_log_level_filter_keeps_warnings_and_errors_as_the_store_tagged_them() -> None:
+    store = Store(scene.inventory())
+    lines = ("INFO ready", "WARNING 12 requests preempted", "ERROR EngineCore died", "Traceback")
+    store.apply(RankLines("dgx5", scene.LANE, scene.CLUSTER, 0, lines))
+    entries = store.snapshot(scene.T0).logs[("dgx5", 0)]
+    shown = [[e.text for e in entries if keep(e, "", level)] for level in range(len(LEVELS))]
+    assert shown == [list(lines), list(lines[1:]), list(lines[2:])]
+    assert [e.text for e in entries if keep(e, "engine", 0)] == ["ERROR EngineCore died"]
