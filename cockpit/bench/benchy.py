@@ -219,10 +219,12 @@ def decode_windows(tracker: ProgressTracker) -> list[tuple[tuple[float, float], 
     """Per measured batch: ((earliest first token, latest end), first-token stagger), wall s."""
     out = []
     for batch in tracker.inference_batches():
-        firsts = [r.first_token for r in batch if r.first_token is not None]
-        ends = [r.end for r in batch if r.end is not None]
-        if firsts and ends and max(ends) > min(firsts):
-            out.append(((min(firsts), max(ends)), max(firsts) - min(firsts)))
+        found = honesty.decode_window(
+            [r.first_token for r in batch if r.first_token is not None],
+            [r.end for r in batch if r.end is not None],
+        )
+        if found is not None:
+            out.append(found)
     return out
 
 

@@ -44,28 +44,30 @@ COLD_FIX = (
 )
 
 
-def decode_window(batch: Sequence[RequestTiming]) -> tuple[float, float] | None:
-    """From the earliest first token to the latest last token of a batch (engine seconds)."""
-    firsts = [r.first_token for r in batch if r.first_token is not None and r.error is None]
-    lasts = [r.token_times[-1] for r in batch if r.token_times and r.error is None]
+def decode_window(
+    firsts: Sequence[float], lasts: Sequence[float]
+) -> tuple[tuple[float, float], float] | None:
+    """The decode window (earliest first token → latest last token) and the first tokens' spread.
+
+    `firsts` and `lasts`: the batch's streams' first- and last-token times (the drivers' clocks).
+    """
     if not firsts or not lasts or max(lasts) <= min(firsts):
         return None
-    return min(firsts), max(lasts)
-
-
-def first_token_stagger(batch: Sequence[RequestTiming]) -> float:
-    """Seconds between the first and the last stream's first token."""
-    firsts = [r.first_token for r in batch if r.first_token is not None and r.error is None]
-    return max(firsts) - min(firsts) if len(firsts) > 1 else 0.0
+    return (min(firsts), max(lasts)), max(firsts) - min(firsts)
 
 
 def observe(
     batch: Sequence[RequestTiming], before: Counters | None, after: Counters | None
 ) -> EngineObservation | None:
     """A batch's decode window and stagger, with the engine's counter movement around it."""
-    window = decode_window(batch)
-    if window is None:
+    ok = [r for r in batch if r.error is None]
+    found = decode_window(
+        [r.first_token for r in ok if r.first_token is not None],
+        [r.token_times[-1] for r in ok if r.token_times],
+    )
+    if found is None:
         return None
+    (start, end), stagger = found
     prefill = generation = None
     if before is not None and after is not None:
         a, b = before.computed_prompt, after.computed_prompt
@@ -73,8 +75,8 @@ def observe(
         if before.generation is not None and after.generation is not None:
             generation = after.generation - before.generation
     return EngineObservation(
-        window_s=window[1] - window[0],
-        stagger_s=first_token_stagger(batch),
+        window_s=end - start,
+        stagger_s=stagger,
         prefill_tokens=prefill,
         generation_tokens=generation,
     )
