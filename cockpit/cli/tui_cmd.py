@@ -18,15 +18,13 @@ def run_tui(
     *,
     readonly: bool = False,
     reports_dir: Path = Path("reports"),
-    settings_path: Path | None = None,
-    fleet_label: str = "",
 ) -> None:
     """Open the TUI on `inventory`'s fleet until the operator quits (the nodes are probed while
     Textual loads: `cockpit.tui.launch`)."""
     from cockpit.tui.launch import fleet_app
     from cockpit.tui.settings import default_settings_path, load_settings
 
-    settings = load_settings(settings_path or default_settings_path())
+    settings = load_settings(default_settings_path())
 
     async def main() -> None:
         async with (
@@ -38,7 +36,6 @@ def run_tui(
                 reports_dir=reports_dir,
                 tokenizer_dir=TOKENIZER_DIR,
                 readonly=readonly,
-                fleet_label=fleet_label,
             ) as app,
         ):
             await app.run_async()

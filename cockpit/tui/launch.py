@@ -59,7 +59,6 @@ async def fleet_app(
     reports_dir: Path,
     tokenizer_dir: Path,
     readonly: bool = False,
-    fleet_label: str = "",
     persist_theme: bool = True,
 ) -> AsyncIterator[CockpitApp]:
     """The cockpit on `inventory`'s fleet as `cockpit tui` opens it, its probes already running;
@@ -77,7 +76,6 @@ async def fleet_app(
             operations=None if readonly else operations,
             settings=settings,
             readonly=readonly,
-            fleet_label=fleet_label,
             baselines=report_baselines(reports_dir, lanes),
             persist_theme=persist_theme,
         )
