@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from textual.widgets import Input
 
@@ -162,9 +161,7 @@ async def test_maximise_details_search_follow(make_app: Callable[..., CockpitApp
         assert tail.following
 
 
-async def test_enter_on_a_node_shows_its_log(
-    make_app: Callable[..., CockpitApp], tmp_path: Path
-) -> None:
+async def test_enter_on_a_node_shows_its_log(make_app: Callable[..., CockpitApp]) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
