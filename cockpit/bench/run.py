@@ -177,7 +177,11 @@ async def bench(
         if note:
             warnings.append(note)
             yield warning(note, lane=req.lane)
-    baseline = artifacts.baseline_for(req.reports_dir, req.lane, req.cluster)
+    # the report files (every earlier report is read for the baseline; the new one is fsynced)
+    # are handled in a thread: the TUI runs this operation on its event loop
+    baseline = await asyncio.to_thread(
+        artifacts.baseline_for, req.reports_dir, req.lane, req.cluster
+    )
     report = Report(
         label=artifacts.safe_label(req.label),
         created=artifacts.timestamp(),
@@ -201,7 +205,7 @@ async def bench(
         warnings=tuple(warnings),
         baseline=baseline.name if baseline else "",
     )
-    json_path, md_path = artifacts.save_report(req.reports_dir, report)
+    json_path, md_path = await asyncio.to_thread(artifacts.save_report, req.reports_dir, report)
     flagged = sum(1 for r in results if r.flags)
     yield SweepFinished(
         op=OP,
