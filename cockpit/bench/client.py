@@ -90,8 +90,8 @@ async def stream_chat(
         url = f"{base_url}/v1/chat/completions"
         async with http.stream("POST", url, content=body, headers=headers) as resp:
             if resp.status_code != 200:
-                body = (await resp.aread()).decode(errors="replace")
-                timing.error = f"HTTP {resp.status_code}: {body[:300]}"
+                answer = (await resp.aread()).decode(errors="replace")
+                timing.error = f"HTTP {resp.status_code}: {answer[:300]}"
                 return timing
             parser = SseParser()
             async for piece in resp.aiter_raw():
