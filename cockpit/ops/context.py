@@ -46,6 +46,9 @@ class Emit:
     def _kw(self) -> dict[str, str]:
         return {"op": self.op, "lane": self.lane, "cluster": self.cluster}
 
+    def planned(self, steps: tuple[str, ...], summary: str) -> Planned:
+        return Planned(steps=steps, summary=summary, **self._kw())
+
     def started(self, step: str, node: str | None = None) -> StepStarted:
         return StepStarted(step=step, node=node, **self._kw())
 
@@ -77,7 +80,7 @@ class Emit:
     def refusal(self, outcome: Outcome, reason: str) -> tuple[Planned, Finished]:
         """An operation refused before it planned anything: an empty plan saying why, its end."""
         outcome.refuse(reason)
-        return Planned(steps=(), summary=reason, **self._kw()), self.end(outcome)
+        return self.planned((), reason), self.end(outcome)
 
 
 @dataclass

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from cockpit.config.models import Recipe
 from cockpit.errors import InputError
 from cockpit.ops.context import Emit, OpContext, Outcome
-from cockpit.ops.events import OpEvent, Planned
+from cockpit.ops.events import OpEvent
 from cockpit.ops.facts import FactsCollector
 from cockpit.ops.history import eta_seconds
 from cockpit.ops.locks import NodeLocks, new_record
@@ -370,11 +370,10 @@ async def launch(
         return
     steps = ("lock", "preflight", *(("sync",) if sync_image else ()), "start", "boot", "ready")
     nodes = [r.node for r in plan.launch_order]
-    yield Planned(
-        steps=steps,
-        summary=f"{recipe.name} on {cluster_name}: start {', '.join(nodes)} (head last), "
+    yield emit.planned(
+        steps,
+        f"{recipe.name} on {cluster_name}: start {', '.join(nodes)} (head last), "
         f"serve at {plan.endpoint}",
-        **emit._kw(),
     )
     if dry_run:
         for event in dry_run_events(emit, plan):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from cockpit.errors import InputError
 from cockpit.ops.context import Emit, OpContext, Outcome
-from cockpit.ops.events import OpEvent, Planned
+from cockpit.ops.events import OpEvent
 from cockpit.ops.locks import NodeLocks, new_record
 from cockpit.ssh import SshError
 from cockpit.status.probe import APPS_QUERY
@@ -136,11 +136,10 @@ async def stop(
     survey = await survey_lanes(ctx, ctx.inventory.nodes)
     lanes = {lane} if lane else survey.lanes_on(scope)
     targets = survey.targets(lanes)
-    yield Planned(
-        steps=("lock", "stop"),
-        summary=f"stop {', '.join(sorted(lanes)) or 'nothing'} on "
+    yield emit.planned(
+        ("lock", "stop"),
+        f"stop {', '.join(sorted(lanes)) or 'nothing'} on "
         f"{', '.join(sorted(targets)) or 'no node'}",
-        **emit._kw(),
     )
     locks = NodeLocks(ctx.pool, new_record("stop", lane or cluster or "", ctx.lock_ttl_s))
     refused = await locks.acquire(targets)

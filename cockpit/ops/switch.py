@@ -48,8 +48,7 @@ async def switch(
     facts = await collector.collect(nodes)
     missing = [n for n, f in facts.items() if f.reachable and not f.has_digest]
     if recipe.name in running_here and not occupying:
-        yield Planned(steps=(), summary=f"{recipe.name} already runs on {cluster_name}",
-                      **emit._kw())  # fmt: skip
+        yield emit.planned((), f"{recipe.name} already runs on {cluster_name}")
         outcome.done(f"nothing to switch: {recipe.name} already runs on {cluster_name}")
         yield emit.end(outcome)
         return
@@ -61,7 +60,7 @@ async def switch(
     )
     parts.append(f"launch {recipe.name} on {cluster_name} ({', '.join(nodes)})")
     steps = ("lock", *(("stop",) if occupying else ()), *(("sync",) if missing else ()), "launch")
-    planned = Planned(steps=steps, summary="; ".join(parts), **emit._kw())
+    planned = emit.planned(steps, "; ".join(parts))
     yield planned
     if confirm is not None and not await confirm(planned):
         outcome.refuse("switch not confirmed: nothing changed")

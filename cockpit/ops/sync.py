@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from cockpit.config.models import Recipe
 from cockpit.errors import InputError
 from cockpit.ops.context import Emit, OpContext, Outcome
-from cockpit.ops.events import OpEvent, Planned
+from cockpit.ops.events import OpEvent
 from cockpit.ops.facts import FactsCollector, NodeFacts
 from cockpit.ops.locks import NodeLocks, new_record
 from cockpit.ops.sync_plan import SyncPlan, parse_hop_line, plan_sync, relay_command
@@ -191,7 +191,7 @@ async def sync_image(
             yield event
         return
     unreachable = [n for n in cluster.nodes if not facts[n].reachable]
-    yield Planned(steps=(STEP,), summary=plan.describe(), **emit._kw())
+    yield emit.planned((STEP,), plan.describe())
     for node in unreachable:
         yield emit.notice(f"{node} is unreachable: {facts[node].unreachable}", node, error=True)
     locks = NodeLocks(ctx.pool, new_record("sync", recipe.name, ctx.lock_ttl_s))
