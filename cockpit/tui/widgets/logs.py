@@ -8,13 +8,14 @@ from textual.events import MouseScrollUp
 from textual.widgets import Input, Static
 
 from cockpit.telemetry.nccl_log import RankTransport
+from cockpit.tui.state.store import LOG_LINES, NCCL_LINES
 from cockpit.tui.state.views import FleetSnapshot
 from cockpit.tui.widgets.palette import Palette, palette_of
 from cockpit.tui.widgets.pane import Pane, ViewContext
 from cockpit.tui.widgets.tail import LEVELS, TailLog
 
-NCCL_MAX_LINES = 2000
-LOG_MAX_LINES = 5000
+NCCL_MAX_LINES = NCCL_LINES  # a tail holds what the store keeps of its stream
+LOG_MAX_LINES = LOG_LINES
 
 
 def transport_lines(ranks: tuple[RankTransport, ...], colours: Palette) -> Text:
