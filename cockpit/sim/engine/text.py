@@ -59,7 +59,8 @@ def encode(text: str) -> list[int]:
     """Token ids of `text` with special tokens recognised, as the shipped tokenizer gives them.
 
     Same ids as `tokenizer().encode(text, add_special_tokens=False)` (a test holds them equal),
-    computed with a byte translation table: fifteen times faster on 256K-token prompts.
+    computed with a byte translation table: a 256K-token `pseudo_text` prompt takes 3-4 ms here
+    against 0.3-0.5 s through the tokenizer (measured 2026-11-29 on the 2-core dev box).
     """
     by_byte, specials = _tables()
     ids: list[int] = []
