@@ -137,8 +137,9 @@ def render_markdown(report: Report, baseline: Report | None = None) -> str:
     header = ["depth", *(f"c{c}" for c in cs), *(f"pp c{c}" for c in cs)]
     if baseline:
         header += [f"Δ c{c}" for c in cs]
+    by_depth = depth_rows(report, baseline)
     rows = []
-    for row in depth_rows(report, baseline):
+    for row in by_depth:
         cells = [str(row.depth)]
         cells += [_num(row.tg[c]) + (" ⚠" if row.flagged[c] else "") for c in cs]
         cells += [_num(row.pp[c], 0) for c in cs]
@@ -147,9 +148,7 @@ def render_markdown(report: Report, baseline: Report | None = None) -> str:
         rows.append(cells)
     lines += _table(header, rows)
     if len(cs) > 1:
-        ok = all(
-            (r.tg[cs[-1]] or 0) >= (r.tg[cs[0]] or 0) for r in depth_rows(report) if r.tg[cs[0]]
-        )
+        ok = all((r.tg[cs[-1]] or 0) >= (r.tg[cs[0]] or 0) for r in by_depth if r.tg[cs[0]])
         lines += ["", f"c{cs[-1]} ≥ c{cs[0]} at every depth: **{'yes' if ok else 'NO'}**"]
     lines += ["", "## Flags and warnings", ""]
     flags = flag_lines(report.points)
@@ -230,6 +229,7 @@ def compare(a: Report, b: Report) -> list[Comparison]:
 
 
 def render_comparison(a: Report, b: Report, name_a: str, name_b: str) -> str:
+    comparisons = compare(a, b)
     rows = [
         [
             f"d{c.depth}" + (" cold" if c.cold else ""),
@@ -242,7 +242,7 @@ def render_comparison(a: Report, b: Report, name_a: str, name_b: str) -> str:
             _pct(c.pp_delta),
             "REGRESSION" if c.regression else "",
         ]
-        for c in compare(a, b)
+        for c in comparisons
     ]
     header = ["point", "c", "tg A", "tg B", "Δ tg", "pp A", "pp B", "Δ pp", ""]
     lines = [
@@ -253,7 +253,7 @@ def render_comparison(a: Report, b: Report, name_a: str, name_b: str) -> str:
         "",
         *_table(header, rows, right_from=2),
     ]
-    regressions = sum(1 for c in compare(a, b) if c.regression)
+    regressions = sum(1 for c in comparisons if c.regression)
     lines += ["", f"{regressions} regression(s) beyond {REGRESSION:.0%}"]
     return "\n".join(lines) + "\n"
 
