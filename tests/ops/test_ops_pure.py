@@ -61,12 +61,11 @@ def test_unreachable_node_and_busy_port_and_foreign_gpu_process() -> None:
     from cockpit.telemetry.gpu import ComputeApp
 
     facts = {
-        "dgx1": good("dgx1", listening=(("0.0.0.0", PLAN.serve_port),)),
+        "dgx1": good(
+            "dgx1", listening=(("*", PLAN.serve_port),), gpu_apps=(ComputeApp(7, "python3", None),)
+        ),
         "dgx2": NodeFacts(node="dgx2", unreachable="no answer within 3 s"),
     }
-    facts["dgx1"] = good(
-        "dgx1", listening=(("*", PLAN.serve_port),), gpu_apps=(ComputeApp(7, "python3", None),)
-    )
     failures = preflight(PLAN, facts, master_port=29501)
     assert [f.check for f in failures] == ["reachable", "port", "gpu"]
     assert any("(serve_port)" in f.message for f in failures)
