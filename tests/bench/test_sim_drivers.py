@@ -258,7 +258,12 @@ async def test_tool_eval_bench_perf_part_runs_on_the_lane(flash_lane: str, tmp_p
             env=env,
             cwd=tmp_path,
         )
-        _, err = await asyncio.wait_for(proc.communicate(), timeout=240)
+        try:
+            _, err = await asyncio.wait_for(proc.communicate(), timeout=240)
+        finally:
+            if proc.returncode is None:  # timed out: never leave the client running
+                proc.kill()
+                await proc.wait()
     finally:
         await runner.cleanup()
     assert proc.returncode == 0, err.decode()[-2000:]
