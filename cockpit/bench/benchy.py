@@ -389,7 +389,9 @@ class BenchyDriver(Driver):
                     )
             if watchdog.hung():
                 state.hung_for = watchdog.idle_s()
-                state.forensics = forensics.collect(
+                # `py-spy dump` may take seconds: not on the (TUI's) event loop
+                state.forensics = await asyncio.to_thread(
+                    forensics.collect,
                     urlsplit(self.cfg.base_url).port or 80,
                     pid=proc.pid,
                     idle_s=state.hung_for,
