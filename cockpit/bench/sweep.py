@@ -5,9 +5,10 @@ each a batch of `concurrency` simultaneous streams. At depth > 0 a warm point fi
 context alone (the context load, reported as `ctx_pp`), then context + prompt; a `--cold` point
 sends context + prompt as one request (the old behaviour, kept to reproduce old numbers).
 
-A `MetricsSampler` scrapes `/metrics` throughout, feeding the honesty checks (what the engine did
-during each decode window) and the watchdog: a point that hangs is cancelled with its forensics
-recorded, retried once, then skipped, and the sweep goes on.
+A `MetricsSampler` scrapes `/metrics` before and after each measured batch, feeding the honesty
+checks (what the engine prefilled over the batch), and whenever the client idles, feeding the
+watchdog: a point that hangs is cancelled with its forensics recorded, retried once, then skipped,
+and the sweep goes on.
 """
 
 from __future__ import annotations
