@@ -34,6 +34,7 @@ START_TIMEOUT_S = 60.0
 DEFAULT_BOOT_TIMEOUT_S = 3600.0
 PROBE_EVERY_S = 0.5
 TAIL_LINES = 40
+SETTLE_S = 1.5
 
 
 def boot_deadline(previous: float | None, explicit: float | None) -> float:
@@ -68,7 +69,6 @@ class _Rank:
     command: RankCommand
     tracker: BootTracker
     tail: deque[str]
-    ended: bool = False
 
 
 Update = tuple[str, "_Rank", BootState]
@@ -89,7 +89,6 @@ async def _watch(ctx: OpContext, rank: _Rank, queue: asyncio.Queue[Update]) -> N
                     await queue.put(("state", rank, state))
     except SshError as exc:
         rank.tail.append(f"log stream lost: {exc.reason}")
-    rank.ended = True
     await queue.put(("ended", rank, rank.tracker.state))
 
 
@@ -100,14 +99,6 @@ async def _exit_code(ctx: OpContext, rank: RankCommand) -> int | None:
         if infos and infos[0].state and not infos[0].state.running:
             return infos[0].state.exit_code
     return None
-
-
-async def _settle(ranks: list[_Rank], grace_s: float = 1.5) -> None:
-    """Give failing ranks a moment to print their root cause (the exception after a Traceback,
-    the crashed worker's own error before the head's "worker died")."""
-    end = time.monotonic() + grace_s
-    while not all(r.ended for r in ranks) and time.monotonic() < end:
-        await asyncio.sleep(0.05)
 
 
 _KIND_RANK = {"traceback": 0, "error": 1, "exception": 2, "timeout": 2}
@@ -198,7 +189,9 @@ async def _boot(
                     eta_s=eta_seconds(previous, elapsed), message=describe(state),
                 )  # fmt: skip
                 if state.failed or kind == "ended":
-                    await _settle(ranks)
+                    # failing ranks get a moment to print their root cause (the exception
+                    # after a Traceback, the crashed worker's own error before "worker died")
+                    await asyncio.wait(tasks, timeout=SETTLE_S)
                     rank = culprit(ranks, rank)
                     node, number = rank.command.node, rank.command.rank
                     code = await _exit_code(ctx, rank.command)
