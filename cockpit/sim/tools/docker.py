@@ -924,17 +924,16 @@ def cmd_pull(state: NodeState, args: list[str]) -> int:
         registry = json.loads(registry_path().read_text())
     except (KeyError, FileNotFoundError):
         registry = {}
-    known = [
-        (name, image_id)
-        for name, image_id in registry.items()
-        if digest_matches(name, repo, digest)
-    ]
+    # the registry's full `repo@sha256:…` this (possibly prefix) reference names, and its image
+    full, image_id = next(
+        ((name, iid) for name, iid in registry.items() if digest_matches(name, repo, digest)),
+        ("", None),
+    )
     with state.locked():
         images = state.images()
-        image = next((i for i in images for _, iid in known[:1] if i["Id"] == iid), None)
+        image = next((i for i in images if i["Id"] == image_id), None)
         if image is None:
             raise offline_error(ref)
-        full = known[0][0]
         already = full in image["RepoDigests"]
         if not already:
             image["RepoDigests"].append(full)
