@@ -64,7 +64,7 @@ class FleetPoller:
         return {node: self._pool.state(node) for node in self._nodes}
 
     async def wait_first_round(self, deadline_s: float) -> None:
-        """Until every node has complete facts or is unreachable, or the deadline passes."""
+        """Until every node has complete facts, a failed probe or no link, or until the deadline."""
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(deadline_s):
                 while not self._first_round_done():
