@@ -171,13 +171,10 @@ class ProgressTracker:
 
     spec: PointSpec
     requests: dict[int, _Request] = field(default_factory=dict)
-    latency_s: float = 0.0
 
     def feed(self, event: dict[str, Any]) -> tuple[int, int, str, int, bool] | None:
         """Update from one event; (run, stream, phase, tokens, done) when a request moved."""
         kind, ts = event.get("type"), float(event.get("ts", 0.0))
-        if kind == "latency_measured":
-            self.latency_s = float(event.get("latency_s", 0.0))
         rid = event.get("request_id")
         if not isinstance(rid, int):
             return None
