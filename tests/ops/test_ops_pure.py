@@ -173,8 +173,8 @@ def test_hop_lines() -> None:
     assert hop is not None and (hop.kind, hop.node, hop.bytes, hop.seconds) == (
         "bytes", "dgx3", 31457280, 2.5,
     )  # fmt: skip
-    assert parse_hop_line("@@load dgx2 1") == parse_hop_line("@@load dgx2 1")
-    assert parse_hop_line("@@load dgx2 1").status == 1  # type: ignore[union-attr]
+    loaded = parse_hop_line("@@load dgx2 1")
+    assert loaded is not None and (loaded.kind, loaded.node, loaded.status) == ("loaded", "dgx2", 1)
     assert parse_hop_line("@@dd dgx3 30+0 records in") is None
     assert parse_hop_line("Loaded image: x") is None
 
