@@ -19,6 +19,7 @@ from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
+from cockpit.assets import SIM_TOKENIZER_DIR
 from cockpit.bench import artifacts
 from cockpit.bench import events as bev
 from cockpit.bench import probe as bench_probe
@@ -43,7 +44,6 @@ from cockpit.plan import LanePlan, plan_lane
 from cockpit.ssh.inventory import pool_for
 
 console = Console(highlight=False, soft_wrap=True)
-DEFAULT_TOKENIZER = Path(__file__).resolve().parent.parent / "sim" / "engine" / "tokenizer"
 
 
 def _int(word: str) -> int:
@@ -206,7 +206,7 @@ def bench_cmd(
         label=label,
         endpoint=endpoint.rstrip("/"),
         points=points,
-        tokenizer_dir=tokenizer or DEFAULT_TOKENIZER,
+        tokenizer_dir=tokenizer or SIM_TOKENIZER_DIR,
         reports_dir=reports,
         runs=runs,
         warmup=not no_warmup,

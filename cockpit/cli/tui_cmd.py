@@ -7,10 +7,9 @@ from pathlib import Path
 
 import click
 
+from cockpit.assets import SIM_TOKENIZER_DIR
 from cockpit.config import Inventory, load_inventory
 from cockpit.ssh.inventory import pool_for
-
-TOKENIZER_DIR = Path(__file__).resolve().parent.parent / "sim" / "engine" / "tokenizer"
 
 
 def run_tui(
@@ -34,7 +33,7 @@ def run_tui(
                 pool,
                 settings,
                 reports_dir=reports_dir,
-                tokenizer_dir=TOKENIZER_DIR,
+                tokenizer_dir=SIM_TOKENIZER_DIR,
                 readonly=readonly,
             ) as app,
         ):

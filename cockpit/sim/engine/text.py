@@ -12,12 +12,13 @@ import random
 import re
 from collections.abc import Sequence
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from tokenizers import Tokenizer
 
-TOKENIZER_DIR = Path(__file__).parent / "tokenizer"
+from cockpit.assets import SIM_TOKENIZER_DIR
+
+TOKENIZER_DIR = SIM_TOKENIZER_DIR
 _SYLLABLES = (
     "ka", "lo", "mi", "ren", "sa", "tor", "vel", "qui", "dan", "pe", "zu", "mor", "li", "fen",
     "ta", "bri", "no", "shi", "gar", "u", "es", "ol", "ny", "thi",
