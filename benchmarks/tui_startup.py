@@ -37,7 +37,7 @@ t0 = time.perf_counter()
 import asyncio, json, sys
 from pathlib import Path
 import cockpit.cli.main
-from cockpit.cli.tui_cmd import TOKENIZER_DIR
+from cockpit.assets import SIM_TOKENIZER_DIR
 from cockpit.config import load_inventory
 from cockpit.ssh.inventory import pool_for
 from cockpit.tui.launch import fleet_app
@@ -49,7 +49,7 @@ async def main():
     async with pool_for(inventory) as pool:
         probing = time.perf_counter()
         async with fleet_app(inventory, pool, settings, reports_dir=Path(sys.argv[2]) / "reports",
-                             tokenizer_dir=TOKENIZER_DIR, persist_theme=False) as app:
+                             tokenizer_dir=SIM_TOKENIZER_DIR, persist_theme=False) as app:
             built = time.perf_counter()
             async with app.run_test(size=(160, 48)) as pilot:
                 mounted = time.perf_counter()

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
+from cockpit.assets import SIM_TOKENIZER_DIR
 from cockpit.bench.models import PointSpec
-from cockpit.cli.tui_cmd import TOKENIZER_DIR
 from cockpit.config import load_inventory
 from cockpit.ops.context import OpContext
 from cockpit.sim.fleet import SimFleet
@@ -88,7 +88,7 @@ async def test_launch_bench_switch_stop_from_the_keys(
     inventory = load_inventory(fleet.inventory_dir)
     async with pool_for(inventory) as pool:
         ops = FleetOperations(
-            OpContext(inventory, pool), tmp_path / "reports", TOKENIZER_DIR, POINTS
+            OpContext(inventory, pool), tmp_path / "reports", SIM_TOKENIZER_DIR, POINTS
         )
         feed = FleetFeed(inventory, pool, Pace(gpu_ms=250, slow_s=0.5, images_every=2), 0.5)
         app = CockpitApp(inventory, feeds=[feed], operations=ops,

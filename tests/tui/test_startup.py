@@ -12,7 +12,7 @@ from pathlib import Path
 from rich.text import Text
 from textual.widgets import DataTable
 
-from cockpit.cli.tui_cmd import TOKENIZER_DIR
+from cockpit.assets import SIM_TOKENIZER_DIR
 from cockpit.config import load_inventory
 from cockpit.sim.fleet import SimFleet
 from cockpit.ssh.inventory import pool_for
@@ -78,7 +78,7 @@ async def test_fleet_app_probes_before_the_app_runs(
             pool,
             settings,
             reports_dir=tmp_path / "reports",
-            tokenizer_dir=TOKENIZER_DIR,
+            tokenizer_dir=SIM_TOKENIZER_DIR,
             persist_theme=False,
         ) as app,
     ):
