@@ -44,6 +44,12 @@ IMAGES_QUERY = 'ids=$(docker images -q) && { [ -z "$ids" ] || docker image inspe
 FIRST_GPU_WAIT_S = 1.0
 """The first round's slower queries wait (at most this long) for the node's first GPU line: on a
 busy node the GPU sample and meminfo, what a first look needs, come before the inventory."""
+PROBE_NICE = 10
+"""The probe lowers its own priority on the node (its tools inherit it): telemetry must never take
+CPU from the engine it watches. With the kernel's autogroups on (each SSH session is a group, and
+groups share the CPU evenly whatever their members' nice), the session's group is lowered too.
+On a simulated fleet, whose nodes share the cockpit's cores, this also keeps the node tools from
+starving the cockpit itself."""
 SECTION_MAX_LINES = 5000  # a section longer than this is cut: bounded memory per node
 
 
@@ -60,6 +66,8 @@ def probe_script(pace: Pace) -> str:
     """The bash loop streamed by the poller (run under the stream supervisor)."""
     gpu = shlex.join([*GPU_QUERY, "-lms", str(pace.gpu_ms)])
     return f"""\
+renice -n {PROBE_NICE} -p $$ >/dev/null 2>&1
+{{ echo {PROBE_NICE} >/proc/self/autogroup; }} 2>/dev/null
 shopt -s lastpipe
 emit() {{
   local l

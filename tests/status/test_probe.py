@@ -9,6 +9,7 @@ from pathlib import Path
 
 from cockpit.ssh.stream import supervised
 from cockpit.status.probe import (
+    PROBE_NICE,
     GpuEnded,
     GpuLine,
     NodeFacts,
@@ -62,6 +63,7 @@ async def test_probe_script_streams_every_fact_then_dies_with_its_stdin(tmp_path
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env=env,
+        start_new_session=True,  # as an SSH session is: the probe lowers its session's autogroup
     )
     assert proc.stdout and proc.stdin
     parser, facts, tags = ProbeParser(), NodeFacts(), []
@@ -84,6 +86,39 @@ async def test_probe_script_streams_every_fact_then_dies_with_its_stdin(tmp_path
     assert facts.containers and facts.containers[0].labels["cockpit.lane"] == "qwen3-0.6b-2x"
     assert facts.images and facts.images[0].repo_digests
     assert [a.process_name for a in facts.apps] == ["VLLM::Worker"]
+
+
+async def test_probe_lowers_its_priority_and_its_sessions(tmp_path: Path) -> None:
+    """Telemetry never competes with the engine: the tools run at PROBE_NICE, and so does the
+    session's autogroup where the kernel has them (groups share the CPU whatever their nice)."""
+    bin_dir = _stub_bin(tmp_path)
+    seen = tmp_path / "seen"
+    (bin_dir / "nvidia-smi").write_text(
+        f"#!/bin/bash\nread -r -a stat </proc/$$/stat\necho ${{stat[18]}} >{seen}\n"
+        f"cat /proc/$$/autogroup >>{seen} 2>/dev/null\necho '{GB10_LINE}'\nsleep 5\n"
+    )
+    proc = await asyncio.create_subprocess_exec(
+        "bash",
+        "-c",
+        supervised(probe_script(Pace(gpu_ms=100, slow_s=0.2))),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"},
+        start_new_session=True,
+    )
+    assert proc.stdout and proc.stdin
+    try:
+        async with asyncio.timeout(5):
+            while not (await proc.stdout.readline()).startswith(b"gpu\t"):
+                pass
+    finally:
+        proc.stdin.close()
+        async with asyncio.timeout(5):
+            await proc.wait()
+    nice, *autogroup = seen.read_text().splitlines()
+    assert int(nice) == PROBE_NICE
+    if Path("/proc/self/autogroup").exists():
+        assert autogroup and autogroup[0].endswith(f"nice {PROBE_NICE}")
 
 
 def test_parser_keeps_sections_whole_when_gpu_lines_interleave() -> None:
