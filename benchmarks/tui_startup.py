@@ -36,6 +36,8 @@ import time
 t0 = time.perf_counter()
 import asyncio, json, sys
 from pathlib import Path
+from cockpit.startup import pause_collector
+pause_collector()  # as cockpit's entry point does
 import cockpit.cli.main
 from cockpit.assets import SIM_TOKENIZER_DIR
 from cockpit.config import load_inventory

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import gc
 import importlib
+from collections.abc import Iterator
 
-from cockpit.cli.main import COMMAND_MODULES
+import click
+import pytest
+
+from cockpit.cli.main import COMMAND_MODULES, OPENS_TUI, cli
+from cockpit.startup import pause_collector
 from tests.cli_runner import run_cockpit
 
 
@@ -32,3 +38,20 @@ def test_help_lists_every_command_and_version_works() -> None:
 def test_unknown_command_is_refused_with_exit_2() -> None:
     result = run_cockpit("launhc")
     assert result.returncode == 2 and "No such command" in result.stderr
+
+
+@pytest.fixture
+def collector_restored() -> Iterator[None]:
+    yield
+    gc.enable()
+    gc.unfreeze()
+
+
+@pytest.mark.usefixtures("collector_restored")
+def test_a_loaded_command_resumes_the_collector_the_tui_keeps_it_paused() -> None:
+    ctx = click.Context(cli)
+    for name in COMMAND_MODULES:
+        pause_collector()  # as main() does
+        assert cli.get_command(ctx, name) is not None
+        # the TUI commands resume it once their first frame is painted (test_startup)
+        assert gc.isenabled() is (name not in OPENS_TUI), name

@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from cockpit import __version__
 from cockpit.errors import CockpitError
+from cockpit.startup import pause_collector, resume_collector
 
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -34,6 +35,8 @@ COMMAND_MODULES = {
     "report": "bench_cmds",
     "tui": "tui_cmd",
 }
+OPENS_TUI = {"tui", "demo"}
+"""Commands that resume the garbage collector themselves, once their first frame is painted."""
 
 
 class LazyGroup(click.Group):
@@ -47,6 +50,8 @@ class LazyGroup(click.Group):
         if module_name is None:
             return None
         module = importlib.import_module(f"cockpit.cli.{module_name}")
+        if cmd_name not in OPENS_TUI:
+            resume_collector()  # loaded: collect as usual from here on
         return next(c for c in module.COMMANDS if c.name == cmd_name)
 
 
@@ -75,6 +80,7 @@ def cli(ctx: click.Context, inventory: Path | None) -> None:
 
 def main() -> None:
     """Console-script entry: CockpitError becomes one line on stderr and its exit code."""
+    pause_collector()  # until the command is loaded (cockpit.startup)
     try:
         result = cli.main(standalone_mode=False)
     except click.exceptions.Exit as exc:

@@ -4,8 +4,9 @@ probes the nodes before the app runs."""
 
 from __future__ import annotations
 
+import gc
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from cockpit.assets import SIM_TOKENIZER_DIR
 from cockpit.config import load_inventory
 from cockpit.sim.fleet import SimFleet
 from cockpit.ssh.inventory import pool_for
+from cockpit.startup import pause_collector
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.feeds.fleet import FleetFeed
 from cockpit.tui.launch import fleet_app
@@ -33,6 +35,16 @@ def row_text(app: CockpitApp, node: str) -> str:
     return " ".join(c.plain if isinstance(c, Text) else str(c) for c in table.get_row(node))
 
 
+@pytest.fixture
+def collector_paused() -> Iterator[None]:
+    """The collector as `cockpit tui` starts with it (paused by main()), restored after."""
+    pause_collector()
+    yield
+    gc.enable()
+    gc.unfreeze()
+
+
+@pytest.mark.usefixtures("collector_paused")
 async def test_first_useful_frame_needs_gpu_and_memory(
     make_app: Callable[..., CockpitApp], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -49,6 +61,7 @@ async def test_first_useful_frame_needs_gpu_and_memory(
         app.post_message(Facts([replace(sample, gpu=None)]))  # meminfo came first: not enough
         await pilot.pause(0.1)
         assert app.first_useful_frame is None
+        assert not gc.isenabled()  # still starting
         app.post_message(Facts([sample]))
         deadline = time.monotonic() + 5.0  # painted on the next repaint tick; slower under load
         while app.first_useful_frame is None and time.monotonic() < deadline:
@@ -57,8 +70,10 @@ async def test_first_useful_frame_needs_gpu_and_memory(
         assert "°C" in row_text(app, sample.node) and "UMA" in row_text(app, sample.node)
         assert not app.screen.has_class("-starting")
         assert app.screen.query_one("#log-tail").display
+        assert gc.isenabled()  # start-up over: collecting again
 
 
+@pytest.mark.usefixtures("collector_paused")
 async def test_later_panes_appear_when_no_node_answers(
     make_app: Callable[..., CockpitApp],
 ) -> None:
@@ -68,6 +83,7 @@ async def test_later_panes_appear_when_no_node_answers(
         assert app.first_useful_frame is None
         assert not app.screen.has_class("-starting")
         assert app.screen.query_one("#log-tail").display
+        assert gc.isenabled()  # a fleet that never answers does not keep the collector off
 
 
 async def test_fleet_app_probes_before_the_app_runs(

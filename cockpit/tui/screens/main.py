@@ -16,6 +16,7 @@ from textual.timer import Timer
 from textual.widgets import Footer, Header, Input
 
 from cockpit.ops.events import Finished, OpEvent, Planned
+from cockpit.startup import resume_collector
 from cockpit.tui.keymap import MAIN_BINDINGS, NODE_CHANGING
 from cockpit.tui.messages import Facts
 from cockpit.tui.operations import LaneTarget
@@ -87,6 +88,7 @@ class MainScreen(Screen[None]):
             self.remove_class("-starting")
             self._shown_version = -1
             self.flush()  # before the next layout, as on mount: the tails start at their end
+            resume_collector()  # start-up is over (cockpit.startup)
 
     def on_resize(self, event: Resize) -> None:
         self.set_class(event.size.width < NARROW_BELOW, "-narrow")
