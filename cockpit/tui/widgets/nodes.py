@@ -13,7 +13,9 @@ from cockpit.tui.state.views import FleetSnapshot, NodeHealth, NodeView, fmt_dur
 from cockpit.tui.widgets.palette import Palette, palette_of
 from cockpit.tui.widgets.pane import Pane, ViewContext
 
-COLUMNS = ("node", "link", "lane/rank", "gpu", "util history", "temp", "power", "clock", "memory")
+COLUMNS = ("node", "link", "lane/rank", "gpu", "memory", "temp", "power", "clock", "util history")
+"""Most needed first: a pane too narrow for every column (a 120-column terminal) cuts the clocks
+and the sparkline, not the memory figure."""
 SPARK_WIDTH = 12
 
 
@@ -44,11 +46,11 @@ def node_row(node: NodeView, colours: Palette) -> tuple[Text, ...]:
         _health(node, colours),
         Text(ranks, style=style),
         Text(num(gpu.utilization_pct if gpu else None, 0, "%"), style=style),
-        Text(sparkline(node.util_history, SPARK_WIDTH, 0, 100), style=style or colours.accent),
+        Text(memory, style=style),
         Text(num(gpu.temperature_c if gpu else None, 0, "°C"), style=style),
         Text(num(gpu.power_w if gpu else None, 0, "W"), style=style),
         Text(num(gpu.clock_sm_mhz if gpu else None, 0, "MHz"), style=style),
-        Text(memory, style=style),
+        Text(sparkline(node.util_history, SPARK_WIDTH, 0, 100), style=style or colours.accent),
     )
     return cells
 
