@@ -1,17 +1,21 @@
-"""Operations pane (running and recent launch/stop/sync/switch/bench) and the Bench pane."""
+"""Operations pane (running and recent launch/stop/sync/switch/bench) and the Bench pane (the
+depth table, its flags, and the depth plot under it)."""
 
 from __future__ import annotations
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 
 from cockpit.tui.render import bar, num
 from cockpit.tui.state.views import BenchRow, FleetSnapshot, OpView, fmt_duration
+from cockpit.tui.widgets.depth_plot import DepthPlot, depth_label, depth_series, line_colours
 from cockpit.tui.widgets.engine import Body
 from cockpit.tui.widgets.palette import Palette, palette_of
 from cockpit.tui.widgets.pane import Pane, ViewContext
+
+FLAG_MARK = "⚑"
 
 
 def op_lines(ops: tuple[OpView, ...], now: float, colours: Palette) -> Text:
@@ -46,8 +50,10 @@ def _tps(value: float | None) -> str:
     return "–" if value is None else f"{value:.0f}" if value >= 100 else f"{value:.1f}"
 
 
-def bench_table(points: tuple[BenchRow, ...], colours: Palette) -> Table | Text:
-    """depth × c1/c2 tg tokens/s, Δ against the baseline when there is one, pp, honesty flags."""
+def bench_table(points: tuple[BenchRow, ...], colours: Palette) -> RenderableType:
+    """depth × c1/c2 tg tokens/s, Δ against the baseline when there is one, pp; a flagged row
+    is marked in its last column and its flags are spelled out under the table (the right
+    column is too narrow for them inline)."""
     if not points:
         return Text("no bench yet: b benches the selected lane", style=colours.muted)
     lane = points[-1].lane
@@ -56,17 +62,28 @@ def bench_table(points: tuple[BenchRow, ...], colours: Palette) -> Table | Text:
         if p.lane == lane:
             rows.setdefault(p.depth, {})[p.concurrency] = p
     with_base = any(p.baseline_tg_tps for p in points if p.lane == lane)
-    table = Table(box=None, padding=(0, 1), title=lane, title_style=colours.muted)
+    table = Table(  # one space between columns, none at the edges: it fits the right column
+        box=None,
+        padding=(0, 1),
+        collapse_padding=True,
+        pad_edge=False,
+        title=lane,
+        title_style=colours.muted,
+    )
     table.add_column("depth", justify="right", no_wrap=True)
+    legend = line_colours(colours)  # the headers are the depth plot's legend
     for c in (1, 2):
-        table.add_column(f"tg c{c}", justify="right", no_wrap=True)
+        name = f"tg c{c}"
+        table.add_column(name, justify="right", no_wrap=True, header_style=legend[name])
         if with_base:
             table.add_column("Δ", justify="right", no_wrap=True)
-    table.add_column("pp c1", justify="right", no_wrap=True)
-    table.add_column("flags", overflow="fold")
+    table.add_column("pp c1", justify="right", no_wrap=True, header_style=legend["pp c1"])
+    table.add_column("", no_wrap=True)  # FLAG_MARK on a flagged row
+    notes: list[Text] = []
     for depth in sorted(rows):
-        cells: list[Text | str] = [f"{depth // 1024}K" if depth else "0"]
-        flags: list[str] = []
+        label = depth_label(depth)
+        cells: list[Text | str] = [label]
+        flagged = False
         for c in (1, 2):
             p = rows[depth].get(c)
             cells.append(_tps(p.tg_tps) if p else "…")
@@ -77,13 +94,15 @@ def bench_table(points: tuple[BenchRow, ...], colours: Palette) -> Table | Text:
                     cells.append(Text(f"{delta:+.0%}", style=style))
                 else:
                     cells.append("")
-            if p:
-                flags.extend(f for f in p.flags if f not in flags)
+            if p and p.flags:
+                flagged = True
+                line = f"{FLAG_MARK} {label} c{c}: {', '.join(p.flags)}"
+                notes.append(Text(line, style=colours.warn))
         c1 = rows[depth].get(1)
         cells.append(num(c1.pp_tps, 0) if c1 else "…")
-        cells.append(Text(" ".join(flags), style=colours.warn))
+        cells.append(Text(FLAG_MARK, style=colours.warn) if flagged else "")
         table.add_row(*cells)
-    return table
+    return Group(table, *notes) if notes else table
 
 
 class OpsPane(Pane):
@@ -111,10 +130,13 @@ class BenchPane(Pane):
 
     def compose(self) -> ComposeResult:
         yield Body(id="bench-body")
+        yield DepthPlot()
 
     def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
         key = (snap.bench, self.app.theme)
         if key == self._shown:
             return
         self._shown = key
-        self.query_one(Body).update(Group(bench_table(snap.bench, palette_of(self.app))))
+        colours = palette_of(self.app)
+        self.query_one(Body).update(Group(bench_table(snap.bench, colours)))
+        self.query_one(DepthPlot).draw(depth_series(snap.bench), colours)

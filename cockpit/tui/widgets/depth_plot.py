@@ -1,0 +1,133 @@
+"""The Bench pane's plot: tg c1/c2 (left axis) and pp c1 (right axis) against depth, for the lane
+whose sweep the table above it shows (its headers, in the lines' colours, are the legend).
+
+textual-plotext (with plotext under it) takes ~0.1 s to import, so it is imported in a thread the
+first time a sweep has two depths to draw: never at start-up, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from textual.color import Color
+from textual.containers import Vertical
+
+from cockpit.tui.state.views import BenchRow
+from cockpit.tui.widgets.palette import Palette
+
+if TYPE_CHECKING:
+    from textual_plotext import PlotextPlot
+
+Series = tuple[float | None, ...]
+
+
+@dataclass(frozen=True)
+class DepthSeries:
+    """One lane's sweep by depth: a label per depth, each series None where not measured yet."""
+
+    labels: tuple[str, ...]
+    tg_c1: Series
+    tg_c2: Series
+    pp_c1: Series
+
+
+def depth_label(depth: int) -> str:
+    return f"{depth // 1024}K" if depth else "0"
+
+
+def depth_series(points: tuple[BenchRow, ...]) -> DepthSeries:
+    """The last benched lane's points by depth (what the Bench table shows)."""
+    if not points:
+        return DepthSeries((), (), (), ())
+    lane = points[-1].lane
+    by_depth: dict[int, dict[int, BenchRow]] = {}
+    for p in points:
+        if p.lane == lane:
+            by_depth.setdefault(p.depth, {})[p.concurrency] = p
+    depths = sorted(by_depth)
+
+    def series(c: int, pick: str) -> Series:
+        return tuple(getattr(by_depth[d][c], pick) if c in by_depth[d] else None for d in depths)
+
+    return DepthSeries(
+        tuple(depth_label(d) for d in depths),
+        series(1, "tg_tps"),
+        series(2, "tg_tps"),
+        series(1, "pp_tps"),
+    )
+
+
+def line_colours(colours: Palette) -> dict[str, str]:
+    """Each plotted line's colour; the Bench table's headers wear them as the plot's legend."""
+    return {"tg c1": colours.accent, "tg c2": colours.ok, "pp c1": colours.warn}
+
+
+def _present(values: Series) -> tuple[list[int], list[float]]:
+    xs = [i for i, v in enumerate(values) if v is not None]
+    return xs, [v for v in values if v is not None]
+
+
+class DepthPlot(Vertical):
+    """Hidden until the sweep has two depths; the plot widget is mounted on first use."""
+
+    DEFAULT_CSS = """
+    DepthPlot {
+        height: 1fr;
+        min-height: 8;
+        display: none;
+    }
+    DepthPlot.-drawn {
+        display: block;
+    }
+    """
+
+    def __init__(self) -> None:
+        super().__init__(id="bench-plot")
+        self._series = DepthSeries((), (), (), ())
+        self._colours: Palette | None = None
+        self._plot: PlotextPlot | None = None
+        self._loading = False
+
+    @property
+    def series(self) -> DepthSeries:
+        return self._series
+
+    @property
+    def plot(self) -> PlotextPlot | None:
+        return self._plot
+
+    def draw(self, series: DepthSeries, colours: Palette) -> None:
+        self._series, self._colours = series, colours
+        self.set_class(len(series.labels) >= 2, "-drawn")
+        if not self.has_class("-drawn"):
+            return
+        if self._plot is None:
+            if not self._loading:
+                self._loading = True
+                self.run_worker(self._load(), name="depth-plot import", group="plot")
+            return
+        self._redraw()
+
+    async def _load(self) -> None:
+        module = await asyncio.to_thread(importlib.import_module, "textual_plotext")
+        self._plot = module.PlotextPlot()
+        await self.mount(self._plot)
+        self._redraw()
+
+    def _redraw(self) -> None:
+        assert self._plot is not None and self._colours is not None
+        s = self._series
+        plt = self._plot.plt
+        plt.clear_data()
+        legend = line_colours(self._colours)
+        lines = (s.tg_c1, "tg c1", "left"), (s.tg_c2, "tg c2", "left"), (s.pp_c1, "pp c1", "right")
+        for values, name, side in lines:
+            xs, ys = _present(values)
+            if xs:  # no label: the table's coloured headers are the legend
+                rgb = Color.parse(legend[name]).rgb
+                plt.plot(xs, ys, color=rgb, marker="braille", yside=side)
+        plt.xticks(list(range(len(s.labels))), list(s.labels))
+        self._plot.refresh()
