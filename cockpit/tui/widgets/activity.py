@@ -10,7 +10,13 @@ from textual.app import ComposeResult
 
 from cockpit.tui.render import bar, num
 from cockpit.tui.state.views import BenchRow, FleetSnapshot, OpView, fmt_duration
-from cockpit.tui.widgets.depth_plot import DepthPlot, depth_label, depth_series, line_colours
+from cockpit.tui.widgets.depth_plot import (
+    DepthPlot,
+    depth_label,
+    depth_series,
+    last_sweep,
+    line_colours,
+)
 from cockpit.tui.widgets.engine import Body
 from cockpit.tui.widgets.palette import Palette, palette_of
 from cockpit.tui.widgets.pane import Pane, ViewContext
@@ -56,18 +62,14 @@ def bench_table(points: tuple[BenchRow, ...], colours: Palette) -> RenderableTyp
     column is too narrow for them inline)."""
     if not points:
         return Text("no bench yet: b benches the selected lane", style=colours.muted)
-    lane = points[-1].lane
-    rows: dict[int, dict[int, BenchRow]] = {}
-    for p in points:
-        if p.lane == lane:
-            rows.setdefault(p.depth, {})[p.concurrency] = p
-    with_base = any(p.baseline_tg_tps for p in points if p.lane == lane)
+    rows = last_sweep(points)
+    with_base = any(p.baseline_tg_tps for by_c in rows.values() for p in by_c.values())
     table = Table(  # one space between columns, none at the edges: it fits the right column
         box=None,
         padding=(0, 1),
         collapse_padding=True,
         pad_edge=False,
-        title=lane,
+        title=points[-1].lane,
         title_style=colours.muted,
     )
     table.add_column("depth", justify="right", no_wrap=True)

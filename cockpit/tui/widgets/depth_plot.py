@@ -38,15 +38,18 @@ def depth_label(depth: int) -> str:
     return f"{depth // 1024}K" if depth else "0"
 
 
-def depth_series(points: tuple[BenchRow, ...]) -> DepthSeries:
-    """The last benched lane's points by depth (what the Bench table shows)."""
-    if not points:
-        return DepthSeries((), (), (), ())
-    lane = points[-1].lane
+def last_sweep(points: tuple[BenchRow, ...]) -> dict[int, dict[int, BenchRow]]:
+    """The last benched lane's points, depth → concurrency → point (what the Bench pane shows)."""
     by_depth: dict[int, dict[int, BenchRow]] = {}
     for p in points:
-        if p.lane == lane:
+        if p.lane == points[-1].lane:
             by_depth.setdefault(p.depth, {})[p.concurrency] = p
+    return by_depth
+
+
+def depth_series(points: tuple[BenchRow, ...]) -> DepthSeries:
+    """The last sweep as plotted series, one value per depth."""
+    by_depth = last_sweep(points)
     depths = sorted(by_depth)
 
     def series(c: int, pick: str) -> Series:
@@ -107,7 +110,8 @@ class DepthPlot(Vertical):
         if self._plot is None:
             if not self._loading:
                 self._loading = True
-                self.run_worker(self._load(), name="depth-plot import", group="plot")
+                # a plot that cannot load stays hidden; it never takes the app down
+                self.run_worker(self._load(), name="depth plot", group="plot", exit_on_error=False)
             return
         self._redraw()
 
