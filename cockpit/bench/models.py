@@ -27,6 +27,12 @@ class FlagKind(StrEnum):
     NOISY = "noisy"
 
 
+def depth_label(depth: int) -> str:
+    """A context depth as tables and plots print it: 0, 4K, 256K (a depth off the 1024 grid as
+    its number)."""
+    return f"{depth // 1024}K" if depth and depth % 1024 == 0 else str(depth)
+
+
 @dataclass(frozen=True)
 class PointSpec:
     """One bench point: prompt and response sizes at a context depth and a concurrency."""

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from cockpit.bench.method import Stat, relative_delta
-from cockpit.bench.models import PointResult, Report
+from cockpit.bench.models import PointResult, Report, depth_label
 
 REGRESSION = 0.05  # a drop beyond 5 % is marked as a regression
 
@@ -29,10 +29,6 @@ def _pct(delta: float | None) -> str:
         return ""
     mark = " ▼" if delta < -REGRESSION else " ▲" if delta > REGRESSION else ""
     return f"{delta:+.1%}{mark}"
-
-
-def _depth(depth: int) -> str:
-    return f"{depth // 1024}K" if depth and depth % 1024 == 0 else str(depth)
 
 
 def mode(report: Report) -> str:
@@ -290,5 +286,5 @@ def depth_plot(
         label = top * (height - y) / height
         out.append(f"{label:8.1f} ┤" + "".join(line).rstrip())
     out.append(" " * 9 + "└" + "─" * (len(rows) * col_width))
-    out.append(" " * 10 + "".join(_depth(r.depth).center(col_width) for r in rows))
+    out.append(" " * 10 + "".join(depth_label(r.depth).center(col_width) for r in rows))
     return out

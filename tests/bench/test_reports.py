@@ -20,6 +20,7 @@ from cockpit.bench.models import (
     PointSpec,
     Quality,
     Report,
+    depth_label,
     from_json,
     to_json,
 )
@@ -138,3 +139,7 @@ def test_baseline_of_two_reports_in_the_same_second_is_the_later_one(tmp_path: P
     newer_path, _ = artifacts.save_report(tmp_path, newer)
     os.utime(newer_path, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
     assert artifacts.baseline_for(tmp_path, newer.lane, newer.cluster) == newer_path
+
+
+def test_depth_labels_are_one_spelling_for_tables_plots_and_headlines() -> None:
+    assert [depth_label(d) for d in (0, 4096, 262144, 1000)] == ["0", "4K", "256K", "1000"]

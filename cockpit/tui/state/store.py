@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from cockpit.bench.events import BenchWarning, PointFinished, PointStarted
+from cockpit.bench.models import depth_label
 from cockpit.config import Inventory
 from cockpit.errors import CockpitError
 from cockpit.ops.events import (
@@ -432,4 +433,4 @@ class Store:
         if not points:
             return None
         p = points[-1]
-        return f"tg {p.tg_tps:.1f} t/s @{p.depth // 1024}K c{p.concurrency}"
+        return f"tg {p.tg_tps:.1f} t/s @{depth_label(p.depth)} c{p.concurrency}"

@@ -8,15 +8,10 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 
+from cockpit.bench.models import depth_label
 from cockpit.tui.render import bar, num
 from cockpit.tui.state.views import BenchRow, FleetSnapshot, OpView, fmt_duration
-from cockpit.tui.widgets.depth_plot import (
-    DepthPlot,
-    depth_label,
-    depth_series,
-    last_sweep,
-    line_colours,
-)
+from cockpit.tui.widgets.depth_plot import DepthPlot, depth_series, last_sweep, line_colours
 from cockpit.tui.widgets.engine import Body
 from cockpit.tui.widgets.palette import Palette, palette_of
 from cockpit.tui.widgets.pane import Pane, ViewContext

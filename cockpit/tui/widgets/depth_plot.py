@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from textual.color import Color
 from textual.containers import Vertical
 
+from cockpit.bench.models import depth_label
 from cockpit.tui.state.views import BenchRow
 from cockpit.tui.widgets.palette import Palette
 
@@ -32,10 +33,6 @@ class DepthSeries:
     tg_c1: Series
     tg_c2: Series
     pp_c1: Series
-
-
-def depth_label(depth: int) -> str:
-    return f"{depth // 1024}K" if depth else "0"
 
 
 def last_sweep(points: tuple[BenchRow, ...]) -> dict[int, dict[int, BenchRow]]:
