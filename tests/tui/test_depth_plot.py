@@ -6,7 +6,14 @@ from collections.abc import Callable
 
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.state.views import BenchRow
-from cockpit.tui.widgets.depth_plot import DepthPlot, DepthSeries, depth_series
+from cockpit.tui.widgets.depth_plot import (
+    DepthPlot,
+    DepthSeries,
+    depth_series,
+    line_colours,
+    plot_lines,
+)
+from cockpit.tui.widgets.palette import Palette
 
 
 def row(lane: str, depth: int, c: int, tg: float, pp: float) -> BenchRow:
@@ -28,6 +35,17 @@ def test_series_follow_the_last_lane_by_depth_with_gaps_where_unmeasured() -> No
         pp_c1=(4314.0, 3712.0, 612.0),
     )
     assert depth_series(()) == DepthSeries((), (), (), ())
+
+
+def test_each_measured_series_is_a_line_in_its_legend_colour_on_its_axis() -> None:
+    colours = Palette(ok="#00ff00", warn="#ffaa00", error="#ff0000", accent="#00ffff", muted="#888")
+    series = DepthSeries(("0", "8K", "256K"), (67.3, 61.5, 44.4), (72.2, None, None), (None,) * 3)
+    lines = plot_lines(series, colours)
+    assert [(line.name, line.xs, line.ys, line.side) for line in lines] == [
+        ("tg c1", (0, 1, 2), (67.3, 61.5, 44.4), "left"),
+        ("tg c2", (0,), (72.2,), "left"),  # pp c1 has no value yet: no line
+    ]
+    assert lines[0].rgb == (0, 255, 255) and line_colours(colours)["tg c1"] == colours.accent
 
 
 async def test_plot_appears_with_two_depths_and_draws_every_series(

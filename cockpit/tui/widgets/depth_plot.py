@@ -1,8 +1,9 @@
 """The Bench pane's plot: tg c1/c2 (left axis) and pp c1 (right axis) against depth, for the lane
 whose sweep the table above it shows (its headers, in the lines' colours, are the legend).
 
-textual-plotext (with plotext under it) takes ~0.1 s to import, so it is imported in a thread the
-first time a sweep has two depths to draw: never at start-up, never on the event loop.
+textual-plotext (with plotext under it) takes ~0.13 s to import (cold, `python -X importtime`),
+so it is imported in a thread the first time a sweep has two depths to draw: never at start-up,
+never on the event loop.
 """
 
 from __future__ import annotations
@@ -65,9 +66,32 @@ def line_colours(colours: Palette) -> dict[str, str]:
     return {"tg c1": colours.accent, "tg c2": colours.ok, "pp c1": colours.warn}
 
 
-def _present(values: Series) -> tuple[list[int], list[float]]:
-    xs = [i for i, v in enumerate(values) if v is not None]
-    return xs, [v for v in values if v is not None]
+@dataclass(frozen=True)
+class PlotLine:
+    """One line as plotted: the depth indices it has values at, its values, colour and axis."""
+
+    name: str
+    xs: tuple[int, ...]
+    ys: tuple[float, ...]
+    rgb: tuple[int, int, int]
+    side: str  # plotext's yside: "left" (tg) or "right" (pp)
+
+
+def plot_lines(series: DepthSeries, colours: Palette) -> list[PlotLine]:
+    """The lines to draw, skipping a series with no value yet (tg c2 before its first point)."""
+    legend = line_colours(colours)
+    out = []
+    lines = (
+        ("tg c1", series.tg_c1, "left"),
+        ("tg c2", series.tg_c2, "left"),
+        ("pp c1", series.pp_c1, "right"),
+    )
+    for name, values, side in lines:
+        xs = tuple(i for i, v in enumerate(values) if v is not None)
+        if xs:
+            ys = tuple(v for v in values if v is not None)
+            out.append(PlotLine(name, xs, ys, Color.parse(legend[name]).rgb, side))
+    return out
 
 
 class DepthPlot(Vertical):
@@ -120,15 +144,10 @@ class DepthPlot(Vertical):
 
     def _redraw(self) -> None:
         assert self._plot is not None and self._colours is not None
-        s = self._series
         plt = self._plot.plt
         plt.clear_data()
-        legend = line_colours(self._colours)
-        lines = (s.tg_c1, "tg c1", "left"), (s.tg_c2, "tg c2", "left"), (s.pp_c1, "pp c1", "right")
-        for values, name, side in lines:
-            xs, ys = _present(values)
-            if xs:  # no label: the table's coloured headers are the legend
-                rgb = Color.parse(legend[name]).rgb
-                plt.plot(xs, ys, color=rgb, marker="braille", yside=side)
-        plt.xticks(list(range(len(s.labels))), list(s.labels))
+        for line in plot_lines(self._series, self._colours):
+            xs, ys = list(line.xs), list(line.ys)  # no label: the table's headers are the legend
+            plt.plot(xs, ys, color=line.rgb, marker="braille", yside=line.side)
+        plt.xticks(list(range(len(self._series.labels))), list(self._series.labels))
         self._plot.refresh()
