@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gc
 import importlib
-from collections.abc import Iterator
 
 import click
 import pytest
@@ -40,14 +39,7 @@ def test_unknown_command_is_refused_with_exit_2() -> None:
     assert result.returncode == 2 and "No such command" in result.stderr
 
 
-@pytest.fixture
-def collector_restored() -> Iterator[None]:
-    yield
-    gc.enable()
-    gc.unfreeze()
-
-
-@pytest.mark.usefixtures("collector_restored")
+@pytest.mark.usefixtures("collector_paused")
 def test_a_loaded_command_resumes_the_collector_the_tui_keeps_it_paused() -> None:
     ctx = click.Context(cli)
     for name in COMMAND_MODULES:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,7 +18,6 @@ from cockpit.assets import SIM_TOKENIZER_DIR
 from cockpit.config import load_inventory
 from cockpit.sim.fleet import SimFleet
 from cockpit.ssh.inventory import pool_for
-from cockpit.startup import pause_collector
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.feeds.fleet import FleetFeed
 from cockpit.tui.launch import fleet_app
@@ -33,15 +32,6 @@ from tests.tui import scene
 def row_text(app: CockpitApp, node: str) -> str:
     table = app.screen.query_one("#nodes-table", DataTable)
     return " ".join(c.plain if isinstance(c, Text) else str(c) for c in table.get_row(node))
-
-
-@pytest.fixture
-def collector_paused() -> Iterator[None]:
-    """The collector as `cockpit tui` starts with it (paused by main()), restored after."""
-    pause_collector()
-    yield
-    gc.enable()
-    gc.unfreeze()
 
 
 @pytest.mark.usefixtures("collector_paused")
