@@ -15,7 +15,13 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from cockpit.telemetry.docker_out import ContainerRow, ImageInfo, parse_image_inspect, parse_ps
+from cockpit.telemetry.docker_out import (
+    LANE_LABEL,
+    ContainerRow,
+    ImageInfo,
+    parse_image_inspect,
+    parse_ps,
+)
 from cockpit.telemetry.gpu import (
     GPU_QUERY_FIELDS,
     ComputeApp,
@@ -36,7 +42,10 @@ APPS_QUERY = [
     "--query-compute-apps=pid,process_name,used_gpu_memory",
     "--format=csv,noheader,nounits",
 ]
-PS_QUERY = ["docker", "ps", "--format", "{{json .}}"]
+PS_QUERY = ["docker", "ps", "-a", "--format", "{{json .}}"]
+"""Every container: the running ones are the node's containers, the exited ones of the cockpit's
+lanes say how a rank ended (its exit code) until they are removed."""
+_NOT_RUNNING = ("exited", "dead", "created")
 MEMINFO_QUERY = ["cat", "/proc/meminfo"]
 IMAGES_QUERY = 'ids=$(docker images -q) && { [ -z "$ids" ] || docker image inspect $ids; }'
 """Every local image in full (RepoDigests included): recipe refs may be known by prefix only."""
@@ -166,8 +175,9 @@ class NodeFacts:
     meminfo: MemInfo | None = None
     meminfo_at: float | None = None
     apps: tuple[ComputeApp, ...] = ()
-    containers: tuple[ContainerRow, ...] | None = None
+    containers: tuple[ContainerRow, ...] | None = None  # those `docker ps` lists (running)
     containers_at: float | None = None
+    exited: tuple[ContainerRow, ...] = ()  # lane containers (cockpit.* labels) that ended
     images: tuple[ImageInfo, ...] | None = None
     images_at: float | None = None
     failed: Mapping[str, int] = field(default_factory=dict)
@@ -201,7 +211,14 @@ class NodeFacts:
             case Section("mem", text, _):
                 changes = {"meminfo": parse_meminfo(text), "meminfo_at": now}
             case Section("ps", text, _):
-                changes = {"containers": tuple(parse_ps(text)), "containers_at": now}
+                rows = parse_ps(text)
+                changes = {
+                    "containers": tuple(r for r in rows if r.state not in _NOT_RUNNING),
+                    "containers_at": now,
+                    "exited": tuple(
+                        r for r in rows if r.state in _NOT_RUNNING and LANE_LABEL in r.labels
+                    ),
+                }
             case Section("apps", text, _):
                 changes = {"apps": tuple(parse_compute_apps(text))}
             case Section("img", text, _):

@@ -37,7 +37,7 @@ esac
 """
 STUB_DOCKER = f"""#!/bin/bash
 case "$1 $2" in
-  "ps --format") echo '{PS_LINE}' ;;
+  "ps -a") echo '{PS_LINE}' ;;
   "images -q") echo 9a1e77c05b3d ;;
   "image inspect") echo '{INSPECT}' | sed 's/^\\[/[\\n/' ;;
   *) exit 1 ;;
