@@ -13,12 +13,13 @@ from textual.app import App, SystemCommand
 from textual.screen import Screen
 
 from cockpit.config import Inventory
-from cockpit.tui.feeds import Feed
+from cockpit.tui.feeds import Feed, FollowsContainers
 from cockpit.tui.keymap import MAIN_BINDINGS
 from cockpit.tui.messages import Facts
 from cockpit.tui.operations import Operations
 from cockpit.tui.screens.main import MainScreen
 from cockpit.tui.settings import TuiSettings, save_theme
+from cockpit.tui.state.inputs import RankOnNode
 from cockpit.tui.state.store import Store
 from cockpit.tui.state.views import FleetSnapshot, NodeHealth
 from cockpit.tui.theming import DEFAULT_THEME, THEMES_DIR, load_themes
@@ -102,9 +103,15 @@ class CockpitApp(App[None]):
 
     def on_facts(self, message: Facts) -> None:
         self.store.apply_all(message.inputs)
-        screen = self.screen
+        screen = self.screen_stack[-1] if self.screen_stack else None  # none left while closing
         if self.first_useful_frame is None and isinstance(screen, MainScreen) and screen.is_mounted:
             screen.flush()  # the first facts go on screen now, not at the next flush tick
+
+    def follow_container(self, node: str, name: str, rank: RankOnNode) -> None:
+        """An operation started this container: the feeds that can follow its log now do."""
+        for feed in self.feeds:
+            if isinstance(feed, FollowsContainers):
+                feed.follow(node, name, rank)
 
     def frame_shown(self, snap: FleetSnapshot) -> None:
         """Called when the panes took a snapshot; once one shows a LIVE node with its GPU and

@@ -23,6 +23,7 @@ from cockpit.tui.state.inputs import (
     EngineSampled,
     NodeLost,
     NodeSampled,
+    OpUpdate,
     RankLines,
     RankOnNode,
     StoreInput,
@@ -119,11 +120,14 @@ def _point(depth: int, c: int, tg: float, pp: float, flags: tuple[Flag, ...] = (
     return PointFinished(op="bench", lane=LANE, cluster=CLUSTER, ts=T0 - 5, result=result)
 
 
+SYNC_RUN, LAUNCH_RUN, BENCH_RUN = -1, -2, -3  # recorded runs: apart from the app's own (1, 2, …)
+
+
 def operations() -> list[StoreInput]:
     qwen = "qwen3-0.6b-2x"
     sync_steps = ("save the image on dgx5", "load on dgx1, dgx2", "re-attach the digest")
     prefill = Flag(FlagKind.PREFILL_IN_DECODE, "a cold prefill ran inside the decode window")
-    return [
+    sync = [
         Planned(op="sync", lane=qwen, cluster="2nodes-dac", ts=T0 - 50, steps=sync_steps),
         StepStarted(
             op="sync", lane=qwen, cluster="2nodes-dac", ts=T0 - 40, step="load", node="dgx1"
@@ -139,14 +143,23 @@ def operations() -> list[StoreInput]:
             unit="GiB",
             message="480 MiB/s",
         ),
+    ]
+    launch = [
         Planned(op="launch", lane=LANE, cluster=CLUSTER, ts=T0 - 900, steps=("preflight",)),
         Finished.done("launch", "serving on dgx5-8 in 7m12s", lane=LANE, cluster=CLUSTER),
+    ]
+    bench = [
         Planned(op="bench", lane=LANE, cluster=CLUSTER, ts=T0 - 200, steps=("depth sweep",)),
         _point(0, 1, 66.8, 4314.0),
         _point(0, 2, 73.0, 4402.0),
         _point(4096, 1, 61.0, 3990.0),
         _point(4096, 2, 52.1, 3900.0, (prefill,)),
         _point(8192, 1, 60.2, 3712.0),
+    ]
+    return [
+        *(OpUpdate(SYNC_RUN, e) for e in sync),
+        *(OpUpdate(LAUNCH_RUN, e) for e in launch),
+        *(OpUpdate(BENCH_RUN, e) for e in bench),
     ]
 
 

@@ -1,16 +1,19 @@
 """A scripted stand-in for the fleet's operations: a plan, timed steps, a rollback on cancel.
 
-It records what ran, so a test can tell "confirmed and ran" from "planned only".
+It records what ran, so a test can tell "confirmed and ran" from "planned only". `events` gives
+an operation its own script (what follows the plan: a refusal, a switch's nested sync, …).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from cockpit.ops.events import Finished, OpEvent, Planned, Progress, StepFinished, StepStarted
 from cockpit.tui.operations import LaneTarget
+
+Script = Callable[[LaneTarget], list[OpEvent]]
 
 
 @dataclass
@@ -18,6 +21,7 @@ class ScriptedOperations:
     step_s: float = 0.05
     steps: int = 3
     plan_s: float = 0.0  # how long the plan takes (a real one asks the nodes)
+    events: dict[str, Script] = field(default_factory=dict)  # op → its events after the plan
     started: list[tuple[str, str]] = field(default_factory=list)  # (op, lane) that passed the plan
     rolled_back: list[str] = field(default_factory=list)
 
@@ -28,6 +32,11 @@ class ScriptedOperations:
         await asyncio.sleep(self.plan_s)
         yield Planned(steps=names, summary=f"{op} {target.lane} on {target.cluster}", **kw)
         self.started.append((op, target.lane))
+        if op in self.events:
+            for event in self.events[op](target):
+                yield event
+                await asyncio.sleep(self.step_s)
+            return
         try:
             for i, name in enumerate(names):
                 yield StepStarted(step=name, node="dgx1", **kw)

@@ -13,6 +13,7 @@ from cockpit.tui.app import CockpitApp
 from cockpit.tui.feeds.fleet import TICK_S, LineTail
 from cockpit.tui.state import RankLines, RankOnNode, StoreInput
 from cockpit.tui.state.store import LOG_LINES, NCCL_LINES
+from cockpit.tui.state.views import LogSource
 from cockpit.tui.widgets.logs import LOG_MAX_LINES, NCCL_MAX_LINES
 from cockpit.tui.widgets.tail import TailLog
 from tests.tui import scene
@@ -113,8 +114,9 @@ async def test_keys_answer_during_a_line_flood(make_app: Callable[..., CockpitAp
         assert max(flooded) < 3.0, flooded
         assert screen.maximized is None and app.theme != "cockpit-dark"
         snap = app.store.snapshot(time.time())
-        assert len(snap.nccl) == NCCL_LINES and len(snap.logs[("dgx5", 0)]) == LOG_LINES
-        assert snap.dropped[("dgx5", 0)] > 0  # shed lines are counted, not silently lost
+        head = LogSource(f"{scene.LANE}@{scene.CLUSTER}", "dgx5", 0)
+        assert len(snap.nccl[head.lane]) == NCCL_LINES and len(snap.logs[head]) == LOG_LINES
+        assert snap.dropped[head] > 0  # shed lines are counted, not silently lost
         tails = {t.id: t for t in screen.query(TailLog)}
         assert 0 < tails["nccl-log"].line_count <= NCCL_MAX_LINES
         assert 0 < tails["log-tail"].line_count <= LOG_MAX_LINES

@@ -15,6 +15,7 @@ from cockpit.tui.screens.help import HelpScreen
 from cockpit.tui.screens.main import MainScreen
 from cockpit.tui.settings import load_settings
 from cockpit.tui.state import NodeLost
+from cockpit.tui.state.views import LogSource
 from cockpit.tui.widgets.lanes import LanesPane
 from cockpit.tui.widgets.logs import LogPane
 from cockpit.tui.widgets.tail import TailLog
@@ -171,7 +172,7 @@ async def test_enter_on_a_node_shows_its_log(make_app: Callable[..., CockpitApp]
         nodes.move_cursor(row=5)  # dgx6: rank 1
         await pilot.press("enter")
         await pilot.pause(0.2)
-        assert screen.query_one(LogPane).source == ("dgx6", 1)
+        assert screen.query_one(LogPane).source == LogSource(SERVING, "dgx6", 1)
 
 
 class FlakyFeed:

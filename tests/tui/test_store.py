@@ -1,17 +1,42 @@
-"""The store on recorded facts: lane phases, lost nodes, bounded buffers, stall, bench deltas."""
+"""The store on recorded facts: lane states from observation (operations only overlay while they
+run), lost nodes, bounded buffers, stall, bench rows."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from cockpit.ops.events import Finished, Planned, Progress
+from cockpit.ops.events import (
+    Finished,
+    Notice,
+    Planned,
+    Progress,
+    Severity,
+    StepFinished,
+    StepStarted,
+)
 from cockpit.telemetry.metrics import EngineMetrics
 from cockpit.tui.render import bar, num, sparkline
-from cockpit.tui.state import EngineSampled, LanePhase, NodeHealth, NodeLost, RankLines, Store
+from cockpit.tui.state import (
+    EngineSampled,
+    LanePhase,
+    NodeHealth,
+    NodeLost,
+    NodeSampled,
+    RankLines,
+    RankOnNode,
+    Store,
+)
+from cockpit.tui.state.inputs import OpEnded, OpUpdate
 from cockpit.tui.state.stall import is_decode_stall
-from cockpit.tui.state.store import LOG_LINES, NCCL_LINES
+from cockpit.tui.state.store import DOWN_AFTER_S, LOG_LINES, NCCL_LINES
+from cockpit.tui.state.views import LogSource
 from cockpit.tui.widgets.tail import LEVELS, keep
 from tests.tui import scene
+
+SERVING = f"{scene.LANE}@{scene.CLUSTER}"
+QWEN, DAC = "qwen3-0.6b-2x", "2nodes-dac"
+QWEN_KEY = f"{QWEN}@{DAC}"
+PRO, EIGHT = "mimo26-pro-mopd-8x-sparkring", "8nodes-switch"
 
 
 def scene_store() -> Store:
@@ -21,14 +46,45 @@ def scene_store() -> Store:
     return store
 
 
+def fleet_store(ranks: dict[str, tuple[RankOnNode, ...]], at: float = scene.T0) -> Store:
+    """Every node of the inventory sampled at `at`, holding `ranks`."""
+    store = Store(scene.inventory())
+    sample = next(s for s in scene.node_samples(store.inventory) if isinstance(s, NodeSampled))
+    for name in store.inventory.nodes:
+        store.apply(replace(sample, node=name, at=at, ranks=ranks.get(name, ())))
+    return store
+
+
+def qwen_ranks(**changes: object) -> dict[str, tuple[RankOnNode, ...]]:
+    return {
+        node: (replace(RankOnNode(QWEN, DAC, rank), **changes),)  # type: ignore[arg-type]
+        for rank, node in enumerate(("dgx1", "dgx2"))
+    }
+
+
+def answering(store: Store, lane: str = QWEN, cluster: str = DAC, at: float = scene.T0) -> None:
+    """The head's engine answered `/metrics` at `at`."""
+    store.apply(EngineSampled(lane, cluster, EngineMetrics(at=at, kv_cache_usage=0.1)))
+
+
+def state(store: Store, key: str, now: float = scene.T0) -> str:
+    lane = store.snapshot(now).lane(key)
+    assert lane is not None
+    return lane.state_text
+
+
+def op(run: int, event: object) -> OpUpdate:
+    return OpUpdate(run, event)  # type: ignore[arg-type]
+
+
 def test_lane_states_from_containers_boot_log_and_operations() -> None:
     snap = scene_store().snapshot(scene.T0)
     states = {lane.key: lane.state_text for lane in snap.lanes}
-    assert states[f"{scene.LANE}@{scene.CLUSTER}"] == "serving"
+    assert states[SERVING] == "serving"
     assert states["qwen3-0.6b-2x@2nodes-dac"] == "syncing load on dgx1 44%"
     assert states["mimo26-pro-mopd-8x-sparkring@8nodes-switch"] == "stopped"
-    serving = snap.lane(f"{scene.LANE}@{scene.CLUSTER}")
-    assert serving is not None and serving.image_ok is True
+    serving = snap.lane(SERVING)
+    assert serving is not None and serving.image_ok is True and serving.live
     assert serving.bench_headline == "tg 60.2 t/s @8K c1"
 
 
@@ -38,20 +94,171 @@ def test_a_boot_failure_names_the_decisive_line() -> None:
     lines = tuple((scene.FIXTURES / "vllm_boot_kv_oom.log").read_text().splitlines())
     store.apply_all(scene.node_samples(inv))
     store.apply(RankLines("dgx5", scene.LANE, scene.CLUSTER, 0, lines))
-    lane = store.snapshot(scene.T0).lane(f"{scene.LANE}@{scene.CLUSTER}")
+    lane = store.snapshot(scene.T0).lane(SERVING)
     assert lane is not None and lane.phase is LanePhase.FAILED
     assert "ValueError" in lane.detail or "memory" in lane.detail.lower()
 
 
-def test_a_failed_operation_marks_a_stopped_lane_failed_with_its_summary() -> None:
-    store = Store(scene.inventory())
-    store.apply(Planned(op="launch", lane="qwen3-0.6b-2x", cluster="2nodes-dac", steps=("x",)))
-    store.apply(Finished.refused("launch", "preflight refused: image missing on dgx2",
-                                 lane="qwen3-0.6b-2x", cluster="2nodes-dac"))  # fmt: skip
-    lane = store.snapshot(scene.T0).lane("qwen3-0.6b-2x@2nodes-dac")
-    assert (
-        lane is not None and lane.state_text == "failed: preflight refused: image missing on dgx2"
-    )
+def test_a_refused_launch_leaves_a_serving_lane_serving_and_no_trace() -> None:
+    store = fleet_store(qwen_ranks())
+    answering(store)
+    kw = {"op": "launch", "lane": QWEN, "cluster": DAC}
+    store.apply(op(1, Planned(steps=("lock", "preflight", "start"), **kw)))
+    store.apply(op(1, StepStarted(step="preflight", **kw)))
+    assert state(store, QWEN_KEY) == "serving"  # checking changes nothing on the row
+    assert [o.current for o in store.snapshot(scene.T0).ops] == ["preflight"]
+    store.apply(op(1, Notice(severity=Severity.ERROR, message="already runs", node="dgx1", **kw)))
+    refused = Finished.refused("launch", "preflight refused: already runs", lane=QWEN, cluster=DAC)
+    store.apply(op(1, refused))
+    store.apply(OpEnded(1))
+    snap = store.snapshot(scene.T0)
+    assert state(store, QWEN_KEY) == "serving"
+    assert snap.ops == ()  # a refusal changes nothing on screen but its notice
+
+
+def test_a_refused_launch_then_a_stop_reads_stopped() -> None:
+    store = fleet_store({})
+    kw = {"lane": QWEN, "cluster": DAC}
+    store.apply(op(1, Planned(op="launch", steps=("x",), **kw)))
+    store.apply(op(1, Finished.refused("launch", "preflight refused: image missing on dgx2", **kw)))
+    assert state(store, QWEN_KEY) == "stopped"
+    store.apply(op(2, Planned(op="stop", steps=("stop",), lane=QWEN)))
+    store.apply(op(2, Finished.done("stop", "stopped", lane=QWEN)))
+    assert state(store, QWEN_KEY) == "stopped"
+
+
+def test_a_failed_launch_whose_ranks_were_removed_is_stopped_with_its_reason_in_operations() -> (
+    None
+):
+    store = fleet_store({})
+    kw = {"op": "launch", "lane": QWEN, "cluster": DAC}
+    store.apply(op(1, Planned(steps=("start", "boot"), **kw)))
+    store.apply(op(1, StepStarted(step="start", node="dgx2", **kw)))
+    assert state(store, QWEN_KEY) == "booting start"  # the ranks are not listed yet
+    store.apply(op(1, Notice(severity=Severity.ERROR, message="rank 1 on dgx2 failed",
+                             node="dgx2", line="RuntimeError: boom", **kw)))  # fmt: skip
+    store.apply(op(1, Finished.failed("launch", "rank 1 on dgx2 failed: boom", lane=QWEN,
+                                      cluster=DAC)))  # fmt: skip
+    store.apply(OpEnded(1))
+    snap = store.snapshot(scene.T0)
+    assert state(store, QWEN_KEY) == "stopped"
+    (done,) = snap.ops
+    assert done.ok is False and done.summary == "rank 1 on dgx2 failed: boom"
+    assert done.node == "dgx2"  # where the Log pane reads the failure
+
+
+def test_a_switch_with_a_nested_sync_leaves_nothing_running_when_it_ends() -> None:
+    """The switch's sync events say op "sync" and never get a Finished of their own."""
+    store = fleet_store({})
+    sw = {"op": "switch", "lane": QWEN, "cluster": DAC}
+    sy = {"op": "sync", "lane": QWEN, "cluster": DAC}
+    store.apply(op(7, Planned(steps=("lock", "sync", "launch"), **sw)))
+    store.apply(op(7, StepStarted(step="transfer", node="dgx2", **sy)))
+    store.apply(op(7, Progress(step="transfer", node="dgx2", done=1.0, total=4.0, **sy)))
+    snap = store.snapshot(scene.T0)
+    assert [(o.op, o.current) for o in snap.ops] == [("switch", "sync transfer")]
+    assert state(store, QWEN_KEY) == "syncing transfer 25%"
+    store.apply(op(7, StepFinished(step="transfer", node="dgx2", **sy)))
+    store.apply(op(7, StepStarted(step="boot", **sw)))
+    store.apply(op(7, Progress(step="boot", node="dgx1", message="loading weights 40%", **sw)))
+    assert state(store, QWEN_KEY) == "booting loading weights 40%"
+    for name, ranks in qwen_ranks().items():  # the nodes list the ranks, the engine answers
+        sample = replace(store._nodes[name].last, ranks=ranks)  # type: ignore[arg-type]
+        store.apply(sample)
+    answering(store)
+    store.apply(op(7, Finished.done("switch", "ready", lane=QWEN, cluster=DAC)))
+    store.apply(OpEnded(7))
+    snap = store.snapshot(scene.T0)
+    assert [o.running for o in snap.ops] == [False]
+    assert state(store, QWEN_KEY) == "serving"
+
+
+def test_a_run_that_ends_without_its_finished_leaves_the_running_overlay() -> None:
+    store = fleet_store({})
+    kw = {"op": "sync", "lane": QWEN, "cluster": DAC}
+    store.apply(op(3, Planned(steps=("transfer",), **kw)))
+    store.apply(op(3, Progress(step="transfer", done=1.0, total=2.0, **kw)))
+    store.apply(OpEnded(3, "cancelled by the operator"))
+    snap = store.snapshot(scene.T0)
+    assert [(o.running, o.summary) for o in snap.ops] == [(False, "cancelled by the operator")]
+    assert state(store, QWEN_KEY) == "stopped"
+
+
+def test_containers_decide_stopped_failed_booting_serving() -> None:
+    store = fleet_store(qwen_ranks())
+    assert state(store, QWEN_KEY) == "booting starting"  # running, no boot line, no engine
+    boot = tuple((scene.FIXTURES / "vllm_boot_spark_first.log").read_text().splitlines()[:10])
+    store.apply(RankLines("dgx1", QWEN, DAC, 0, boot, fresh=True))
+    assert state(store, QWEN_KEY).startswith("booting loading weights")
+    answering(store)
+    assert state(store, QWEN_KEY) == "serving"
+    # the engine stops answering: not serving any more, and says how long
+    assert state(store, QWEN_KEY, now=scene.T0 + 40) == "unresponsive: no /metrics answer for 40s"
+    # a worker exits: failed, with its exit code
+    worker = RankOnNode(QWEN, DAC, 1, running=False, exit_code=1)
+    store.apply(replace(store._nodes["dgx2"].last, ranks=(worker,)))  # type: ignore[arg-type]
+    assert state(store, QWEN_KEY) == "failed: rank 1 on dgx2 exited (code 1)"
+    # every container removed (by a stop, by hand): stopped, whatever happened before
+    for name in ("dgx1", "dgx2"):
+        store.apply(replace(store._nodes[name].last, ranks=()))  # type: ignore[arg-type]
+    assert state(store, QWEN_KEY) == "stopped"
+
+
+def test_a_lane_with_ranks_missing_is_not_serving() -> None:
+    ranks = qwen_ranks()
+    del ranks["dgx2"]
+    store = fleet_store(ranks)
+    answering(store)
+    assert state(store, QWEN_KEY) == "booting 1/2 ranks up"
+
+
+def test_a_stopped_lane_leaves_no_engine_view_nor_nccl() -> None:
+    store = fleet_store(qwen_ranks())
+    answering(store)
+    nccl = "dgx1:10:10 [0] NCCL INFO NET/IB : Using [0]rocep1s0f1:1/RoCE [RO]; OOB eth0:10.0.0.1<0>"
+    store.apply(RankLines("dgx1", QWEN, DAC, 0, (nccl,), fresh=True))
+    snap = store.snapshot(scene.T0)
+    assert QWEN_KEY in snap.engines and QWEN_KEY in snap.nccl and QWEN_KEY in snap.nccl_ranks
+    for name in ("dgx1", "dgx2"):
+        store.apply(replace(store._nodes[name].last, ranks=()))  # type: ignore[arg-type]
+    answering(store)  # a scrape that was in flight when the containers went
+    snap = store.snapshot(scene.T0)
+    assert snap.engines == {} and snap.nccl == {} and snap.nccl_ranks == {}
+    assert snap.focus_lane(QWEN_KEY) is None
+    # its log stays readable (a failure's last lines), but it is no longer live
+    assert LogSource(QWEN_KEY, "dgx1", 0) in snap.logs and not snap.live_sources
+
+
+def test_nccl_lists_every_rank_of_an_8_rank_lane_tagged_by_node() -> None:
+    nodes = [f"dgx{i}" for i in range(1, 9)]
+    store = fleet_store({n: (RankOnNode(PRO, EIGHT, r),) for r, n in enumerate(nodes)})
+    for r, n in enumerate(nodes):
+        line = f"spark-{r}:4{r}:4{r} [0] NCCL INFO comm 0x1 rank {r} nranks 8 cudaDev 0 busId 1 "
+        store.apply(RankLines(n, PRO, EIGHT, r, (line + "- Init COMPLETE",), fresh=True))
+    ranks = store.snapshot(scene.T0).nccl_ranks[f"{PRO}@{EIGHT}"]
+    assert [(r.node, r.transport.rank, r.transport.nranks) for r in ranks] == [
+        (n, r, 8) for r, n in enumerate(nodes)
+    ]
+
+
+def test_two_lanes_rank_0_are_two_sources() -> None:
+    store = fleet_store({"dgx1": (RankOnNode(QWEN, DAC, 0), RankOnNode(PRO, EIGHT, 0))})
+    store.apply(RankLines("dgx1", QWEN, DAC, 0, ("qwen",)))
+    store.apply(RankLines("dgx1", PRO, EIGHT, 0, ("pro",)))
+    logs = store.snapshot(scene.T0).logs
+    assert [e.text for e in logs[LogSource(QWEN_KEY, "dgx1", 0)]] == ["qwen"]
+    assert [e.text for e in logs[LogSource(f"{PRO}@{EIGHT}", "dgx1", 0)]] == ["pro"]
+
+
+def test_a_fresh_stream_starts_the_rank_log_and_the_boot_over() -> None:
+    store = fleet_store(qwen_ranks())
+    failed = ("(EngineCore pid=1) ERROR 12-02 03:56:51 [core.py:1] EngineCore failed",)
+    store.apply(RankLines("dgx1", QWEN, DAC, 0, failed, fresh=True))
+    assert state(store, QWEN_KEY).startswith("failed")
+    store.apply(RankLines("dgx1", QWEN, DAC, 0, ("a new container",), fresh=True))
+    assert state(store, QWEN_KEY) == "booting starting"
+    source = LogSource(QWEN_KEY, "dgx1", 0)
+    assert [e.text for e in store.snapshot(scene.T0).logs[source]] == ["a new container"]
 
 
 def test_lost_nodes_keep_their_last_values_marked_stale_or_down() -> None:
@@ -67,6 +274,31 @@ def test_lost_nodes_keep_their_last_values_marked_stale_or_down() -> None:
     assert {n.name: n.health for n in later.nodes}["dgx5"] is NodeHealth.STALE
 
 
+def test_a_node_whose_reconnects_fail_is_down_at_once_and_a_long_gap_too() -> None:
+    store = scene_store()
+    store.apply(NodeLost("dgx7", scene.T0, "connection refused", retry_in_s=2.0, down=True))
+    assert store.snapshot(scene.T0).nodes[6].health is NodeHealth.DOWN
+    store.apply(NodeLost("dgx6", scene.T0, "probe ended (exit 1)"))  # the link still connects
+    assert store.snapshot(scene.T0).nodes[5].health is NodeHealth.STALE
+    store.apply(NodeLost("dgx6", scene.T0 + 5, "probe ended (exit 1)"))
+    assert store.snapshot(scene.T0 + DOWN_AFTER_S + 1).nodes[5].health is NodeHealth.DOWN
+
+
+def test_a_node_failure_changes_no_other_node_or_the_serving_lane() -> None:
+    store = scene_store()
+    before = {n.name: n for n in store.snapshot(scene.T0).nodes}
+    store.apply(NodeLost("dgx7", scene.T0, "connection refused", down=True))
+    after = store.snapshot(scene.T0)
+    for node in after.nodes:
+        if node.name != "dgx7":
+            assert node == before[node.name]
+    assert {n.name: n.ranks for n in after.nodes}["dgx5"] == (
+        RankOnNode(scene.LANE, scene.CLUSTER, 0),
+    )
+    lane = after.lane(SERVING)
+    assert lane is not None and lane.phase is LanePhase.SERVING and "dgx7" in lane.note
+
+
 def test_a_node_that_answers_again_is_live_again() -> None:
     store = scene_store()
     inv = scene.inventory()
@@ -79,14 +311,16 @@ def test_a_node_that_answers_again_is_live_again() -> None:
 
 def test_every_buffer_is_bounded_under_a_flood() -> None:
     store = Store(scene.inventory())
+    store.apply_all(scene.node_samples(store.inventory))  # the lane's containers are listed
     nccl = "spark-9f8f:315:315 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0"
     for i in range(30):
         lines = tuple(f"line {i}-{j}" if j % 2 else nccl for j in range(1000))
         store.apply(RankLines("dgx5", scene.LANE, scene.CLUSTER, 0, lines))
     snap = store.snapshot(scene.T0)
-    assert len(snap.logs[("dgx5", 0)]) == LOG_LINES
-    assert len(snap.nccl) == NCCL_LINES
-    seqs = [e.seq for e in snap.logs[("dgx5", 0)]]
+    source = LogSource(SERVING, "dgx5", 0)
+    assert len(snap.logs[source]) == LOG_LINES
+    assert len(snap.nccl[SERVING]) == NCCL_LINES
+    seqs = [e.seq for e in snap.logs[source]]
     assert seqs == sorted(seqs) and seqs[-1] == 30_000
 
 
@@ -100,13 +334,14 @@ def test_decode_stall_rule() -> None:
 
 def test_engine_view_flags_a_stall_from_metrics_counters() -> None:
     store = Store(scene.inventory())
+    store.apply_all(scene.node_samples(store.inventory))
     gen = 0.0
     for i in range(12):
         gen += 500.0 if i < 10 else 20.0  # 50 tok/s, then 2 tok/s with requests running
         metrics = EngineMetrics(at=10.0 * i, requests_running=2, generation_tokens=gen,
                                 prompt_tokens=100.0 * i, kv_cache_usage=0.5)  # fmt: skip
         store.apply(EngineSampled(scene.LANE, scene.CLUSTER, metrics))
-    view = store.snapshot(scene.T0).engines[f"{scene.LANE}@{scene.CLUSTER}"]
+    view = store.snapshot(scene.T0).engines[SERVING]
     assert view.stalled and view.gen_tps == 2.0 and len(view.gen_history) == 11
 
 
@@ -114,6 +349,7 @@ def test_bench_rows_carry_the_baseline_and_flags() -> None:
     rows = {(r.depth, r.concurrency): r for r in scene_store().snapshot(scene.T0).bench}
     assert rows[(0, 1)].baseline_tg_tps == 67.3 and rows[(0, 1)].tg_tps == 66.8
     assert rows[(4096, 2)].flags == ("prefill-in-decode",)
+    assert rows[(0, 1)].runs == 1
 
 
 def test_render_helpers() -> None:
@@ -125,18 +361,19 @@ def test_render_helpers() -> None:
 
 def test_a_sync_in_flight_shows_its_progress_and_eta() -> None:
     store = Store(scene.inventory())
-    kw = {"op": "sync", "lane": "qwen3-0.6b-2x", "cluster": "2nodes-dac"}
-    store.apply(Planned(steps=("transfer",), **kw))
-    store.apply(Progress(step="transfer", done=3.0, total=12.0, unit="GiB", eta_s=95.0, **kw))
-    lane = store.snapshot(scene.T0).lane("qwen3-0.6b-2x@2nodes-dac")
-    assert lane is not None and lane.state_text == "syncing transfer 25% ETA 1m35s"
+    kw = {"op": "sync", "lane": QWEN, "cluster": DAC}
+    store.apply(op(1, Planned(steps=("transfer",), **kw)))
+    store.apply(
+        op(1, Progress(step="transfer", done=3.0, total=12.0, unit="GiB", eta_s=95.0, **kw))
+    )
+    assert state(store, QWEN_KEY) == "syncing transfer 25% ETA 1m35s"
 
 
 def test_log_level_filter_keeps_warnings_and_errors_as_the_store_tagged_them() -> None:
     store = Store(scene.inventory())
     lines = ("INFO ready", "WARNING 12 requests preempted", "ERROR EngineCore died", "Traceback")
     store.apply(RankLines("dgx5", scene.LANE, scene.CLUSTER, 0, lines))
-    entries = store.snapshot(scene.T0).logs[("dgx5", 0)]
+    entries = store.snapshot(scene.T0).logs[LogSource(SERVING, "dgx5", 0)]
     shown = [[e.text for e in entries if keep(e, "", level)] for level in range(len(LEVELS))]
     assert shown == [list(lines), list(lines[1:]), list(lines[2:])]
     assert [e.text for e in entries if keep(e, "engine", 0)] == ["ERROR EngineCore died"]

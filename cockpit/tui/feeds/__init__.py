@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
-from cockpit.tui.state.inputs import StoreInput
+from cockpit.tui.state.inputs import RankOnNode, StoreInput
 
 
 class Feed(Protocol):
@@ -14,3 +14,10 @@ class Feed(Protocol):
     name: str
 
     def batches(self) -> AsyncIterator[Sequence[StoreInput]]: ...
+
+
+@runtime_checkable
+class FollowsContainers(Protocol):
+    """A feed that can follow a container's log as soon as an operation started it."""
+
+    def follow(self, node: str, name: str, rank: RankOnNode) -> None: ...

@@ -5,6 +5,10 @@ One long-lived probe channel per node (`cockpit.status.FleetPoller`), one `docke
 per lane container, one HTTP scrape loop per running lane. A node that stops answering only
 stops its own channels; its facts stay and the store marks them STALE / DOWN.
 
+A container is followed from the moment its launch started it (`follow`, told by the screen
+from the launch's events) or, failing that, when the node's container list shows it (every few
+seconds): a rank that fails in its first seconds still has its lines on screen.
+
 Until the first node sample is out the feed looks at the poller every 10 ms instead of every tick:
 the first probe lines reach the screen as soon as they arrive. httpx (and its TLS context) is
 loaded when the first lane is seen running, not at start.
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
@@ -49,24 +54,40 @@ SCRAPE_S = 2.0
 SCRAPE_TIMEOUT_S = 3.0
 
 
+_EXIT_RE = re.compile(r"^Exited \((-?\d+)\)")
+
+
+def exit_code(status: str | None) -> int | None:
+    """The exit code in `docker ps`'s status text (`Exited (137) 5 seconds ago`)."""
+    match = _EXIT_RE.match(status or "")
+    return int(match.group(1)) if match else None
+
+
 def lane_containers(facts: NodeFacts) -> list[tuple[str, RankOnNode]]:
-    """The node's lane containers, (name, rank), from their `cockpit.*` labels."""
+    """The node's lane containers, (name, rank), from their `cockpit.*` labels: the running
+    ones, then the exited ones with their exit code."""
     out = []
-    for row in facts.containers or ():
+    for row in (*(facts.containers or ()), *facts.exited):
         label = lane_of(row.labels)
         if label is not None and label.rank is not None and label.cluster:
-            running = (row.state or "running") == "running"
-            out.append((row.names, RankOnNode(label.lane, label.cluster, label.rank, running)))
+            running = row.state in (None, "running")
+            code = None if running else exit_code(row.status)
+            rank = RankOnNode(label.lane, label.cluster, label.rank, running, code, row.id[:12])
+            out.append((row.names, rank))
     return out
 
 
 def node_input(
     node: str, facts: NodeFacts, link: NodeState, refs: Sequence[str], now: float
 ) -> StoreInput | None:
-    """The store's view of one node's facts: a sample, a loss, or nothing yet."""
+    """The store's view of one node's facts: a sample, a loss, or nothing yet. A loss is DOWN
+    once the link is unreachable and a reconnect failed (a dropped connection that comes back at
+    once is a short gap: STALE)."""
     if facts.probe_error or link.link is Link.UNREACHABLE:
         retry = max(link.retry_at - time.monotonic(), 0.0) if link.retry_at else None
-        return NodeLost(node, now, facts.probe_error or link.error or "unreachable", retry)
+        down = link.link is Link.UNREACHABLE and link.failures > 0
+        why = (link.error if link.link is Link.UNREACHABLE else None) or facts.probe_error
+        return NodeLost(node, now, why or "unreachable", retry, down)
     if facts.heard_at is None:
         return None
     gpus = [facts.gpus[i] for i in sorted(facts.gpus)]
@@ -86,12 +107,14 @@ def node_input(
 
 
 class LineTail:
-    """The newest lines of one stream since the last `take`, and how many older ones were shed."""
+    """The newest lines of one stream since the last `take`, and how many older ones were shed;
+    `fresh` until the stream's first lines were taken."""
 
     def __init__(self, rank: RankOnNode, size: int = LOG_BUFFER) -> None:
         self.rank = rank
         self.lines: deque[str] = deque(maxlen=size)
         self.received = 0
+        self.fresh = True
 
     def push(self, line: str) -> None:
         self.lines.append(line)
@@ -127,7 +150,7 @@ class FleetFeed:
         self.scrape_s = scrape_s
         self._refs = sorted({r.image.ref for r in inventory.recipes.values()})
         self._seen: dict[str, tuple[NodeFacts, NodeState]] = {}
-        self._logs: dict[tuple[str, str], asyncio.Task[None]] = {}
+        self._logs: dict[tuple[str, str], asyncio.Task[None]] = {}  # (node, container name)
         self._tails: dict[tuple[str, str], LineTail] = {}
         self._scrapes: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._engine: list[StoreInput] = []
@@ -155,6 +178,7 @@ class FleetFeed:
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await task
                 self._logs.clear()
+                self._tails.clear()
                 self._scrapes.clear()
                 if self._http is not None:
                     await self._http.aclose()
@@ -175,29 +199,56 @@ class FleetFeed:
                     batch.append(item)
             for name, rank in lane_containers(facts[node]):
                 containers[(node, name)] = rank
-                if rank.rank == 0:
+                if rank.rank == 0 and rank.running:
                     heads[(rank.lane, rank.cluster)] = node
         self._follow_logs(containers)
         self._scrape(heads)
         for (node, _), tail in self._tails.items():
             if tail.received:
                 lines, dropped = tail.take()
-                rank = tail.rank
+                rank, fresh, tail.fresh = tail.rank, tail.fresh, False
                 batch.append(
-                    RankLines(node, rank.lane, rank.cluster, rank.rank, lines, now, dropped)
+                    RankLines(node, rank.lane, rank.cluster, rank.rank, lines, now, dropped, fresh)
                 )
         batch += self._engine
         self._engine = []
         return batch
 
+    def follow(self, node: str, name: str, rank: RankOnNode) -> None:
+        """Follow a container's log now (a launch just started it), before the node's container
+        list shows it; a container already followed under that name and id is left alone."""
+        key = (node, name)
+        tail = self._tails.get(key)
+        task = self._logs.get(key)
+        if tail is not None and task is not None and not task.done():
+            if not rank.container or tail.rank.container == rank.container:
+                return
+            task.cancel()  # another container under the same name: its predecessor's stream
+        self._start(key, rank)
+
+    def _start(self, key: tuple[str, str], rank: RankOnNode) -> None:
+        tail = self._tails[key] = LineTail(rank)
+        self._logs[key] = asyncio.create_task(self._log(key, tail))
+
     def _follow_logs(self, containers: dict[tuple[str, str], RankOnNode]) -> None:
+        """A stream per listed container; a new container under a followed name (a relaunch)
+        gets a new stream, an exited one keeps what it printed until it is removed."""
         for key in list(self._logs):
-            if key not in containers and self._logs[key].done():
+            gone = key not in containers and self._logs[key].done()
+            if gone and not self._tails[key].received:  # its last lines went out first
                 del self._logs[key]
+                del self._tails[key]
         for key, rank in containers.items():
-            if key not in self._logs:
-                tail = self._tails[key] = LineTail(rank)
-                self._logs[key] = asyncio.create_task(self._log(key, tail))
+            tail = self._tails.get(key)
+            if tail is None:
+                self._start(key, rank)
+            elif tail.rank.container != rank.container:
+                if tail.rank.container and self._logs[key].done():
+                    self._start(key, rank)
+                elif not tail.rank.container:  # followed from its launch: now we know its id
+                    tail.rank = rank
+            elif tail.rank != rank:
+                tail.rank = rank  # it exited: same stream
 
     async def _log(self, key: tuple[str, str], tail: LineTail) -> None:
         node, name = key

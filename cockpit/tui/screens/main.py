@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, cast
@@ -15,7 +16,9 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Header, Input
 
-from cockpit.ops.events import Finished, OpEvent, Planned
+from cockpit.errors import EXIT_REFUSED, CockpitError
+from cockpit.ops.events import Finished, OpEvent, Planned, StepFinished
+from cockpit.plan.render import container_name
 from cockpit.startup import resume_collector
 from cockpit.tui.keymap import MAIN_BINDINGS, NODE_CHANGING
 from cockpit.tui.messages import Facts
@@ -23,7 +26,8 @@ from cockpit.tui.operations import LaneTarget
 from cockpit.tui.screens.confirm import ConfirmScreen
 from cockpit.tui.screens.details import DetailsScreen
 from cockpit.tui.screens.help import HelpScreen
-from cockpit.tui.state.views import FleetSnapshot, LaneView, lane_key
+from cockpit.tui.state.inputs import OpEnded, OpUpdate, RankOnNode
+from cockpit.tui.state.views import FleetSnapshot, LaneView, LogSource
 from cockpit.tui.widgets.activity import BenchPane, OpsPane
 from cockpit.tui.widgets.engine import KvPane, ThroughputPane
 from cockpit.tui.widgets.lanes import LanesPane
@@ -40,6 +44,7 @@ AGE_TICK_S = 1.0  # ages (STALE 12s) move even when no fact arrives
 NARROW_BELOW = 120  # columns: below this the panes stack in one scrolling column
 REVEAL_AFTER_S = 1.0  # the later panes' content appears by then even if no node answers
 PLANNING_NOTICE_S = 0.3  # a lane key whose plan is not ready by then says "planning…"
+OUTCOME_NOTICE_S = 15.0  # a failure or refusal stays on screen this long (a refusal's only trace)
 
 
 class MainScreen(Screen[None]):
@@ -56,6 +61,7 @@ class MainScreen(Screen[None]):
         self.snap: FleetSnapshot | None = None
         self._shown_version = -1
         self._shown_at = 0.0
+        self._runs = itertools.count(1)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -119,34 +125,39 @@ class MainScreen(Screen[None]):
         self.cockpit.frame_shown(snap)
 
     def _view_context(self, snap: FleetSnapshot) -> ViewContext:
+        """Which lane the lane-scoped panes follow and which log the Log pane shows: the
+        operator's pick while it stands (a picked log whose container ended is let go, one
+        picked after it ended is kept), else what `FleetSnapshot.log_for` says."""
         key = self.ctx.lane_key or (snap.lanes[0].key if snap.lanes else None)
-        source = self.ctx.log_source
-        if source is None or source not in snap.logs:
-            source = self._head_log(snap, key)
-        return ViewContext(key, source)
+        picked = self.ctx.picked_log
+        if picked is not None and self.ctx.picked_live and picked not in snap.live_sources:
+            picked = None
+        if picked is not None and picked not in snap.logs:
+            picked = None
+        source = picked or snap.log_for(key)
+        picked_live = self.ctx.picked_live if picked else False
+        return ViewContext(key, source, snap.focus_lane(key), picked, picked_live)
 
-    @staticmethod
-    def _head_log(snap: FleetSnapshot, key: str | None) -> tuple[str, int] | None:
-        for node in snap.nodes:
-            for rank in node.ranks:
-                if lane_key(rank.lane, rank.cluster) == key and (node.name, rank.rank) in snap.logs:
-                    return node.name, rank.rank
-        return snap.log_sources[0] if snap.log_sources else None
+    def _pick_log(self, source: LogSource) -> None:
+        live = self.snap is not None and source in self.snap.live_sources
+        self.ctx = replace(self.ctx, log_source=source, picked_log=source, picked_live=live)
+        self._shown_version = -1
 
     @on(LanesPane.Selected)
     def _lane_selected(self, event: LanesPane.Selected) -> None:
         if event.key != self.ctx.lane_key:
-            self.ctx = ViewContext(event.key, None)
+            self.ctx = ViewContext(event.key)
             self._shown_version = -1
 
     @on(NodesPane.Chosen)
     def _node_chosen(self, event: NodesPane.Chosen) -> None:
-        sources = [s for s in (self.snap.log_sources if self.snap else ()) if s[0] == event.node]
-        if not sources:
+        snap = self.snap
+        sources = [s for s in (snap.log_sources if snap else ()) if s.node == event.node]
+        if not sources or snap is None:
             self.notify(f"no container log on {event.node}", timeout=3)
             return
-        self.ctx = replace(self.ctx, log_source=sources[0])
-        self._shown_version = -1
+        live = [s for s in sources if s in snap.live_sources]
+        self._pick_log((live or sources)[0])
 
     # ------------------------------------------------------------------ lane keys
 
@@ -189,25 +200,55 @@ class MainScreen(Screen[None]):
             PLANNING_NOTICE_S, lambda: self.notify(f"{name} {lane.key}: planning…", timeout=3)
         )
         self.run_worker(
-            self._guarded(name, lane, events, planning),
+            self._guarded(name, next(self._runs), events, planning),
             group="ops",
             name=f"{name} {lane.key}",
             exit_on_error=False,
         )
 
     async def _guarded(
-        self, name: str, lane: LaneView, events: AsyncIterator[OpEvent], planning: Timer
+        self, name: str, run: int, events: AsyncIterator[OpEvent], planning: Timer
     ) -> None:
-        """An operation that raises ends as a failed one, shown, never silently."""
+        """Run `run` of an operation; however its worker ends (its Finished, an exception, a
+        cancel), the store hears it, so nothing of it stays "running". An operation that raises
+        ends as a failed one, shown, never silently."""
+        why = "ended without an outcome"
         try:
-            await self._run(events, planning)
+            await self._run(run, events, planning)
+        except asyncio.CancelledError:
+            why = "cancelled by the operator"
+            raise
         except Exception as exc:  # the operation's bug or I/O error: show it, keep the app
-            summary = f"{type(exc).__name__}: {exc}"
-            failed = Finished.failed(name, summary, lane=lane.lane, cluster=lane.cluster)
-            self.app.post_message(Facts([failed]))
-            self.notify(f"{name} failed: {summary}", severity="error", timeout=10)
+            why = f"{type(exc).__name__}: {exc}"
+            self.notify(f"{name} failed: {why}", severity="error", timeout=OUTCOME_NOTICE_S)
+        finally:
+            self.app.post_message(Facts([OpEnded(run, why)]))
 
-    async def _run(self, events: AsyncIterator[OpEvent], planning: Timer) -> None:
+    def _post(self, run: int, event: OpEvent) -> None:
+        self.app.post_message(Facts([OpUpdate(run, event)]))
+        if isinstance(event, StepFinished) and event.step == "start" and event.ok and event.node:
+            self._follow_started(event)
+
+    def _follow_started(self, event: StepFinished) -> None:
+        """A launch started a rank's container: its log is followed from now on (a rank that
+        fails at once is still shown), before the node's container list names it."""
+        inventory = self.cockpit.store.inventory
+        try:
+            recipe, cluster = inventory.recipe(event.lane), inventory.cluster(event.cluster)
+        except CockpitError:
+            return
+        if event.node not in cluster.nodes:
+            return
+        rank = cluster.nodes.index(event.node)
+        short = event.detail.strip()[:12]
+        container = short if short and all(c in "0123456789abcdef" for c in short) else ""
+        self.cockpit.follow_container(
+            event.node,
+            container_name(recipe, rank),
+            RankOnNode(event.lane, event.cluster, rank, container=container),
+        )
+
+    async def _run(self, run: int, events: AsyncIterator[OpEvent], planning: Timer) -> None:
         """Plan → confirmation → the events into the store; cancel throws into the operation."""
         try:
             first = await anext(events, None)
@@ -222,47 +263,41 @@ class MainScreen(Screen[None]):
             await events.aclose()  # type: ignore[attr-defined]
             self.notify(f"{first.op} cancelled: nothing changed", timeout=3)
             return
-        self.app.post_message(Facts([first]))
+        self._post(run, first)
         if isinstance(first, Finished):
             self._announce(first)
             return
         try:
             async for event in events:
-                self.app.post_message(Facts([event]))
-                if isinstance(event, Finished):
+                self._post(run, event)
+                if isinstance(event, Finished) and event.op == first.op:
                     self._announce(event)
         except asyncio.CancelledError:
-            await self._roll_back(first, events)
+            await self._roll_back(run, first, events)
 
     def _announce(self, finished: Finished) -> None:
-        severity = "information" if finished.ok else "error"
-        self.notify(f"{finished.op}: {finished.summary}", severity=severity)
+        if finished.ok:
+            self.notify(f"{finished.op}: {finished.summary}")
+            return
+        refused = finished.exit_code == EXIT_REFUSED
+        self.notify(
+            f"{finished.op} {'refused' if refused else 'failed'}: {finished.summary}",
+            severity="warning" if refused else "error",
+            timeout=OUTCOME_NOTICE_S,
+        )
 
-    async def _roll_back(self, first: OpEvent, events: AsyncIterator[OpEvent]) -> None:
-        """The operation sees the cancellation where it waits and yields its rollback events."""
-        finished = False
+    async def _roll_back(self, run: int, first: OpEvent, events: AsyncIterator[OpEvent]) -> None:
+        """The operation sees the cancellation where it waits and yields its rollback events;
+        the worker then ends cancelled (with or without a Finished of the operation's own)."""
         try:
             event = await events.athrow(asyncio.CancelledError())  # type: ignore[attr-defined]
-            while True:
-                self.app.post_message(Facts([event]))
-                finished = finished or isinstance(event, Finished)
+            while event is not None:  # None: the cancel had already ended the operation
+                self._post(run, event)
                 event = await anext(events)
         except (StopAsyncIteration, asyncio.CancelledError):
             pass
-        if not finished:
-            self.post_message(
-                Facts(
-                    [
-                        Finished.failed(
-                            first.op,
-                            "cancelled by the operator",
-                            lane=first.lane,
-                            cluster=first.cluster,
-                        )
-                    ]
-                )
-            )
         self.notify(f"{first.op} cancelled", severity="warning")
+        raise asyncio.CancelledError
 
     def action_cancel_op(self) -> None:
         running = [w for w in self.workers if w.group == "ops" and w.is_running]
@@ -316,8 +351,7 @@ class MainScreen(Screen[None]):
             return
         current = self.ctx.log_source
         index = (sources.index(current) + 1) % len(sources) if current in sources else 0
-        self.ctx = replace(self.ctx, log_source=sources[index])
-        self._shown_version = -1
+        self._pick_log(sources[index])
 
     def action_maximise(self) -> None:
         if self.maximized is not None:

@@ -15,17 +15,19 @@ from cockpit.telemetry.metrics import EngineMetrics
 
 @dataclass(frozen=True)
 class RankOnNode:
-    """A lane container seen on a node (from its `cockpit.*` labels)."""
+    """A lane container seen on a node (from its `cockpit.*` labels), running or exited."""
 
     lane: str
     cluster: str
     rank: int
     running: bool = True
+    exit_code: int | None = None  # an exited container's, when the node said it
+    container: str = ""  # its id (a relaunch under the same name is another container)
 
 
 @dataclass(frozen=True)
 class NodeSampled:
-    """One good poll of a node: its GPU, its memory and the lane containers it runs."""
+    """One good poll of a node: its GPU, its memory and the lane containers it holds."""
 
     node: str
     at: float
@@ -37,12 +39,13 @@ class NodeSampled:
 
 @dataclass(frozen=True)
 class NodeLost:
-    """A poll that failed: the node keeps its last values, marked STALE or DOWN."""
+    """A poll that failed: the node keeps its last values, marked STALE, or DOWN when `down`."""
 
     node: str
     at: float
     error: str
     retry_in_s: float | None = None
+    down: bool = False  # the link is unreachable and a reconnect failed: not a short gap
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,26 @@ class RankLines:
     lines: tuple[str, ...]
     at: float = 0.0
     dropped: int = 0  # lines the feed shed before these (a flood beyond what a tail can show)
+    fresh: bool = False  # the first lines of a new log stream: the rank's log starts over
 
 
-StoreInput = NodeSampled | NodeLost | EngineSampled | RankLines | OpEvent
+@dataclass(frozen=True)
+class OpUpdate:
+    """An event of the operation run `run`: one worker runs one top-level operation, and every
+    event it yields (a switch's nested sync too) belongs to that run."""
+
+    run: int
+    event: OpEvent
+
+
+@dataclass(frozen=True)
+class OpEnded:
+    """The worker of run `run` ended, whatever way (its Finished, an exception, a cancel):
+    nothing of it stays in the running overlay. `why` is the outcome when no Finished came."""
+
+    run: int
+    why: str = "ended without an outcome"
+
+
+StoreInput = NodeSampled | NodeLost | EngineSampled | RankLines | OpUpdate | OpEnded
 """Bench events (`cockpit.bench.events`) are `OpEvent`s too: finished points fill the Bench pane."""

@@ -3,6 +3,11 @@
 Only the Textual event loop touches a `Store`; pollers and operations reach it through messages.
 Every buffer is bounded (deque maxlen), so a cockpit left open for weeks uses the same memory as
 one opened a minute ago.
+
+What the nodes report is the state (`cockpit.tui.state.lanes`); an operation is kept per run (the
+worker that runs it) only while it runs, and whatever its events name (a switch's nested sync
+says op "sync"), they belong to that run. Engine views, NCCL transports and boot states exist for
+lanes whose containers the nodes list, and go with them.
 """
 
 from __future__ import annotations
@@ -14,13 +19,14 @@ from dataclasses import dataclass, field, replace
 from cockpit.bench.events import BenchWarning, PointFinished, PointStarted
 from cockpit.bench.models import depth_label
 from cockpit.config import Inventory
-from cockpit.errors import CockpitError
+from cockpit.errors import EXIT_REFUSED, CockpitError
 from cockpit.ops.events import (
     Finished,
     Notice,
     OpEvent,
     Planned,
     Progress,
+    Severity,
     StepFinished,
     StepStarted,
 )
@@ -32,10 +38,13 @@ from cockpit.tui.state.inputs import (
     EngineSampled,
     NodeLost,
     NodeSampled,
+    OpEnded,
+    OpUpdate,
     RankLines,
     RankOnNode,
     StoreInput,
 )
+from cockpit.tui.state.lanes import Observed, observed, overlaid
 from cockpit.tui.state.stall import is_decode_stall
 from cockpit.tui.state.views import (
     BenchRow,
@@ -44,21 +53,24 @@ from cockpit.tui.state.views import (
     LanePhase,
     LaneView,
     LogEntry,
+    LogSource,
     NodeHealth,
     NodeView,
     OpView,
+    RankNccl,
     lane_key,
 )
 
 HISTORY = 120  # samples kept per series (about 2-6 minutes at the poll rates used)
 LOG_LINES = 5000  # per rank
-NCCL_LINES = 2000  # merged, all ranks
+NCCL_LINES = 2000  # merged, per lane
 NCCL_SEEN = 512
 OPS_KEPT = 12
 BENCH_POINTS = 64
 STALE_AFTER_S = 10.0
+DOWN_AFTER_S = 30.0
+"""A node whose probe keeps failing this long is DOWN even while its link still connects."""
 _GIB = 1024.0**3
-_OPS_ON_NODES = {"launch", "stop", "sync", "switch"}
 _BOOT_DONE = (BootPhase.READY,)  # after a failure, a more decisive line may still come
 
 
@@ -75,6 +87,7 @@ def _level(raw: str) -> str | None:
 class _Node:
     last: NodeSampled | None = None
     lost: NodeLost | None = None
+    lost_since: float | None = None  # when the current run of failed polls began
     util: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
 
 
@@ -97,6 +110,15 @@ class _Log:
     frozen_seq: int = -1
 
 
+@dataclass
+class _Nccl:
+    """One lane's NCCL lines: the merged tail and a transport summary per rank's stream."""
+
+    tail: deque[LogEntry] = field(default_factory=lambda: deque(maxlen=NCCL_LINES))
+    ranks: dict[tuple[str, int], TransportTracker] = field(default_factory=dict)
+    seen: dict[str, None] = field(default_factory=dict)  # recent INFO lines (ordered LRU)
+
+
 class Store:
     """Reduces inputs into per-node, per-lane, per-rank state; `snapshot()` freezes it."""
 
@@ -110,14 +132,14 @@ class Store:
         self.baselines = dict(baselines or {})
         self._nodes: dict[str, _Node] = {name: _Node() for name in inventory.nodes}
         self._engines: dict[str, _Engine] = {}
-        self._boot: dict[str, BootState] = {}  # lane key → head rank's boot state
-        self._logs: dict[tuple[str, int], _Log] = {}
-        self._nccl: deque[LogEntry] = deque(maxlen=NCCL_LINES)
-        self._transport = TransportTracker()
-        self._nccl_seen: dict[str, None] = {}  # recent NCCL INFO lines (insertion-ordered LRU)
-        self._ops: dict[tuple[str, str, str], OpView] = {}
+        self._boot: dict[str, BootState] = {}  # lane key → its head's boot, as its log says
+        self._logs: dict[LogSource, _Log] = {}
+        self._nccl: dict[str, _Nccl] = {}
+        self._running: dict[int, OpView] = {}
         self._done_ops: deque[OpView] = deque(maxlen=OPS_KEPT)
         self._bench: deque[BenchRow] = deque(maxlen=BENCH_POINTS)
+        self._was_running: set[str] = set()  # lane keys with a running container listed
+        self._was_listed: set[str] = set()  # ... with any container listed
         self._seq = 0
         self.version = 0
         self._lanes = self._lane_slots()
@@ -133,23 +155,63 @@ class Store:
         match item:
             case NodeSampled():
                 node = self._nodes.setdefault(item.node, _Node())
-                node.last, node.lost = item, None
+                node.last, node.lost, node.lost_since = item, None, None
                 if item.gpu is not None and item.gpu.utilization_pct is not None:
                     node.util.append(item.gpu.utilization_pct)
+                self._forget_gone_lanes()
             case NodeLost():
-                self._nodes.setdefault(item.node, _Node()).lost = item
+                node = self._nodes.setdefault(item.node, _Node())
+                node.lost_since = node.lost_since if node.lost else item.at
+                node.lost = item
             case EngineSampled():
                 self._engine(item)
             case RankLines():
                 self._lines(item)
-            case PointFinished():
-                self._bench_point(item)
-                self._op(item)
-            case OpEvent():
-                self._op(item)
+            case OpUpdate():
+                if isinstance(item.event, PointFinished):
+                    self._bench_point(item.event)
+                self._op(item.run, item.event)
+            case OpEnded():
+                self._ended(item)
+
+    # ------------------------------------------------------------------ observation
+
+    def _listed(self, running_only: bool) -> set[str]:
+        """Lane keys with a container in some node's list (a running one, if asked)."""
+        return {
+            lane_key(r.lane, r.cluster)
+            for node in self._nodes.values()
+            if node.last is not None
+            for r in node.last.ranks
+            if r.running or not running_only
+        }
+
+    def _present(self) -> set[str]:
+        """Lanes the live panes may show: a running container listed, or a launch bringing it
+        up (its containers may not be listed yet)."""
+        launching = {
+            lane_key(op.lane, op.cluster)
+            for op in self._running.values()
+            if op.op in ("launch", "switch")
+        }
+        return self._listed(running_only=True) | launching
+
+    def _forget_gone_lanes(self) -> None:
+        """A lane whose running containers left the nodes' lists loses its engine history and
+        NCCL; one with no container left at all, its boot state (an exited rank keeps its boot
+        story)."""
+        running, listed = self._listed(running_only=True), self._listed(running_only=False)
+        for key in self._was_running - running:
+            self._engines.pop(key, None)
+            self._nccl.pop(key, None)
+        for key in self._was_listed - listed:
+            self._boot.pop(key, None)
+        self._was_running, self._was_listed = running, listed
 
     def _engine(self, item: EngineSampled) -> None:
         key = lane_key(item.lane, item.cluster)
+        if key not in self._present():
+            return  # a scrape that was in flight when the lane's containers went
         eng = self._engines.setdefault(key, _Engine())
         eng.prev, eng.cur = eng.cur, item.metrics
         m = item.metrics
@@ -190,24 +252,36 @@ class Store:
         )
 
     def _lines(self, item: RankLines) -> None:
-        """Append a rank's lines; NCCL lines also go to the merged tail and the transport summary.
+        """Append a rank's lines; NCCL lines also go to the lane's merged tail and its ranks'
+        transport summaries. A fresh stream (a new container, or a re-followed one replaying
+        its tail) starts the rank's log, and for the head the lane's boot state, over.
 
         Per line this is a few substring tests plus the tracker's parse of NCCL lines: a flood of
         tens of thousands of lines a second must not starve the event loop.
         """
         key = lane_key(item.lane, item.cluster)
-        log = self._logs.setdefault((item.node, item.rank), _Log())
+        source = LogSource(key, item.node, item.rank)
+        nccl = self._nccl.setdefault(key, _Nccl())
+        if item.fresh:
+            self._logs.pop(source, None)
+            nccl.ranks.pop((item.node, item.rank), None)
+            if item.rank == 0:
+                self._boot.pop(key, None)
+        log = self._logs.setdefault(source, _Log())
         log.dropped += item.dropped
         boot = self._boot.get(key, BootState()) if item.rank == 0 else None
-        seen = self._nccl_seen
+        seen = nccl.seen
+        tracker: TransportTracker | None = None
         for raw in item.lines:
             self._seq += 1
             level = _level(raw)
             entry = LogEntry(self._seq, item.node, item.rank, raw, level)
             if "NCCL " in raw:
-                self._nccl.append(entry)
+                nccl.tail.append(entry)
                 if level is not None or raw not in seen:  # a repeated INFO line adds nothing
-                    self._transport.feed(raw)
+                    if tracker is None:
+                        tracker = nccl.ranks.setdefault((item.node, item.rank), TransportTracker())
+                    tracker.feed(raw)
                     seen[raw] = None
                     if len(seen) > NCCL_SEEN:
                         del seen[next(iter(seen))]
@@ -220,6 +294,7 @@ class Store:
     def _bench_point(self, event: PointFinished) -> None:
         spec = event.result.spec
         base = self.baselines.get(event.lane, {}).get((spec.depth, spec.concurrency))
+        tg = event.result.inference.tg if event.result.inference else None
         self._bench.append(
             BenchRow(
                 lane=event.lane,
@@ -230,28 +305,37 @@ class Store:
                 pp_tps=event.result.pp,
                 baseline_tg_tps=base,
                 flags=tuple(f.kind.value for f in event.result.flags),
+                tg_std=tg.std if tg else None,
+                runs=len(tg.values) if tg else 0,
             )
         )
 
-    def _op(self, event: OpEvent) -> None:
-        key = (event.op, event.lane, event.cluster)
-        current = self._ops.get(key)
-        if isinstance(event, Planned):
-            self._ops[key] = OpView(
-                event.op, event.lane, event.cluster, event.ts, event.steps, message=event.summary
+    # ------------------------------------------------------------------ operations
+
+    def _op(self, run: int, event: OpEvent) -> None:
+        """Fold one event into its run's view; a sub-operation's events (the sync a launch or a
+        switch runs) show as steps of the run, and only the run's own Finished ends it."""
+        current = self._running.get(run)
+        if current is None:
+            steps = event.steps if isinstance(event, Planned) else ()
+            message = event.summary if isinstance(event, Planned) else ""
+            current = OpView(
+                event.op, event.lane, event.cluster, event.ts, steps, message=message, run=run
             )
-            if event.op in ("launch", "switch"):
-                self._boot.pop(lane_key(event.lane, event.cluster), None)
-            return
-        if current is None:  # an event that names less (no cluster): the running op it belongs to
-            key = next((k for k in self._ops if k[0] == event.op and event.lane in ("", k[1])), key)
-            current = self._ops.get(key) or OpView(
-                event.op, event.lane, event.cluster, event.ts, ()
-            )
+            if isinstance(event, Planned):
+                self._running[run] = current
+                if event.op in ("launch", "switch"):
+                    self._new_run_of(lane_key(event.lane, event.cluster))
+                return
+        sub = "" if event.op == current.op else event.op
         match event:
             case StepStarted():
                 where = f" on {event.node}" if event.node else ""
-                current = replace(current, current=event.step + where, fraction=None, message="")
+                label = f"{sub} {event.step}" if sub else event.step
+                current = replace(
+                    current, current=label + where, step=event.step, sub=sub, fraction=None,
+                    message="",
+                )  # fmt: skip
             case StepFinished(ok=False):
                 current = replace(
                     current, notices=(*current.notices, f"{event.step}: {event.detail}")[-5:]
@@ -259,7 +343,9 @@ class Store:
             case Progress():
                 current = replace(
                     current,
-                    current=event.step,
+                    current=f"{sub} {event.step}" if sub else event.step,
+                    step=event.step,
+                    sub=sub,
                     fraction=event.fraction,
                     eta_s=event.eta_s,
                     message=event.message,
@@ -268,52 +354,108 @@ class Store:
                 current = replace(
                     current, current=event.point.label, fraction=event.index / max(event.total, 1)
                 )
-            case BenchWarning() | Notice():
+            case BenchWarning():
                 current = replace(current, notices=(*current.notices, event.message)[-5:])
-            case Finished():
-                self._ops.pop(key, None)
-                self._done_ops.appendleft(
-                    replace(
-                        current,
-                        ok=event.ok,
-                        summary=event.summary,
-                        fraction=1.0 if event.ok else current.fraction,
-                    )
+            case Notice():
+                node = event.node if event.severity is Severity.ERROR and event.node else None
+                current = replace(
+                    current,
+                    notices=(*current.notices, event.message)[-5:],
+                    node=(node or "").split(",")[0] or current.node,
                 )
+            case Finished() if not sub:
+                self._running.pop(run, None)
+                # a refusal changes nothing on screen but its notice
+                if event.exit_code != EXIT_REFUSED:
+                    self._done_ops.appendleft(
+                        replace(
+                            current,
+                            ok=event.ok,
+                            summary=event.summary,
+                            exit_code=event.exit_code,
+                            fraction=1.0 if event.ok else current.fraction,
+                        )
+                    )
                 return
-        self._ops[key] = current
+            case Finished(ok=False):
+                current = replace(current, notices=(*current.notices, event.summary)[-5:])
+        self._running[run] = current
+
+    def _new_run_of(self, key: str) -> None:
+        """A launch of the lane: what an earlier run left (logs of containers no longer listed,
+        the NCCL tail and engine history of a lane not running) goes, so the panes show this
+        run's. A lane that runs (a launch about to be refused) keeps everything."""
+        if key not in self._listed(running_only=True):
+            self._nccl.pop(key, None)
+            self._engines.pop(key, None)
+        live = {
+            (name, r.rank)
+            for name, node in self._nodes.items()
+            if node.last is not None
+            for r in node.last.ranks
+            if lane_key(r.lane, r.cluster) == key
+        }
+        for source in [s for s in self._logs if s.lane == key and (s.node, s.rank) not in live]:
+            del self._logs[source]
+
+    def _ended(self, item: OpEnded) -> None:
+        """The run's worker is gone: without its Finished, it ended the way `why` says."""
+        current = self._running.pop(item.run, None)
+        if current is not None:
+            self._done_ops.appendleft(replace(current, ok=False, summary=item.why))
 
     # ------------------------------------------------------------------ snapshot
 
     def snapshot(self, now: float) -> FleetSnapshot:
-        """Freeze the current state; `now` (wall clock) only ages the node samples."""
+        """Freeze the current state; `now` (wall clock) ages the node and engine samples."""
         nodes = tuple(self._node_view(name, node, now) for name, node in self._nodes.items())
-        logs: dict[tuple[str, int], tuple[LogEntry, ...]] = {}
+        health = {n.name: n.health for n in nodes}
+        logs: dict[LogSource, tuple[LogEntry, ...]] = {}
         for source, log in self._logs.items():
             last = log.lines[-1].seq if log.lines else -1
             if last != log.frozen_seq:
                 log.frozen, log.frozen_seq = tuple(log.lines), last
             logs[source] = log.frozen
+        running = self._present()
+        ops = (*reversed(self._running.values()), *self._done_ops)
         return FleetSnapshot(
             at=now,
             nodes=nodes,
-            lanes=tuple(self._lane_view(*slot) for slot in self._lanes),
-            engines={k: e.view for k, e in self._engines.items() if e.view is not None},
-            nccl=tuple(self._nccl),
-            nccl_ranks=self._transport.summaries(),
+            lanes=tuple(self._lane_view(*slot, health, now) for slot in self._lanes),
+            engines={
+                k: e.view for k, e in self._engines.items() if e.view is not None and k in running
+            },
+            nccl={k: tuple(n.tail) for k, n in self._nccl.items() if k in running},
+            nccl_ranks={
+                k: tuple(
+                    RankNccl(node, rank, transport)
+                    for (node, rank), tracker in sorted(n.ranks.items(), key=lambda i: i[0][1])
+                    for transport in tracker.summaries()
+                )
+                for k, n in self._nccl.items()
+                if k in running
+            },
             logs=logs,
             dropped={source: log.dropped for source, log in self._logs.items() if log.dropped},
-            ops=(*self._ops.values(), *self._done_ops),
+            ops=ops,
             bench=tuple(self._bench),
             version=self.version,
             log_sources=tuple(sorted(self._logs)),
+            live_sources=frozenset(
+                LogSource(lane_key(r.lane, r.cluster), name, r.rank)
+                for name, node in self._nodes.items()
+                if node.last is not None
+                for r in node.last.ranks
+                if r.running
+            ),
         )
 
     def _node_view(self, name: str, node: _Node, now: float) -> NodeView:
         last, lost = node.last, node.lost
         age = now - last.at if last else None
         if lost is not None:
-            health = NodeHealth.STALE if last else NodeHealth.DOWN
+            long_lost = node.lost_since is not None and now - node.lost_since > DOWN_AFTER_S
+            health = NodeHealth.DOWN if lost.down or long_lost or last is None else NodeHealth.STALE
         elif last is None:
             health = NodeHealth.WAITING
         else:
@@ -346,19 +488,38 @@ class Store:
                 slots.append((recipe.name, cluster_name, tuple(cluster.nodes), endpoint))
         return slots
 
-    def _ranks_of(self, lane: str, cluster: str) -> list[RankOnNode]:
-        return [
-            r
-            for n in self._nodes.values()
-            if n.last is not None
-            for r in n.last.ranks
-            if r.lane == lane and r.cluster == cluster
-        ]
+    def _observe(
+        self, lane: str, cluster: str, nodes: tuple[str, ...], health: dict[str, NodeHealth],
+        now: float,
+    ) -> Observed:  # fmt: skip
+        """What the lane's nodes say now: its containers where known, and which nodes cannot
+        tell (DOWN, or never heard from; a STALE node's last list still stands)."""
+        ranks: list[tuple[str, RankOnNode]] = []
+        unknown: list[str] = []
+        down = False
+        for name in nodes:
+            node = self._nodes.get(name)
+            if node is None or node.last is None or health.get(name) is NodeHealth.DOWN:
+                unknown.append(name)
+                down = down or health.get(name) is NodeHealth.DOWN
+                continue
+            ranks += [(name, r) for r in node.last.ranks if (r.lane, r.cluster) == (lane, cluster)]
+        key = lane_key(lane, cluster)
+        engine = self._engines.get(key)
+        return Observed(
+            expected=len(nodes),
+            ranks=tuple(ranks),
+            unknown=tuple(unknown),
+            head_unknown=bool(nodes) and nodes[0] in unknown,
+            down=down,
+            boot=self._boot.get(key),
+            engine_age_s=now - engine.cur.at if engine and engine.cur else None,
+        )
 
     def _lane_view(
-        self, lane: str, cluster: str, nodes: tuple[str, ...], endpoint: str | None
-    ) -> LaneView:
-        key = lane_key(lane, cluster)
+        self, lane: str, cluster: str, nodes: tuple[str, ...], endpoint: str | None,
+        health: dict[str, NodeHealth], now: float,
+    ) -> LaneView:  # fmt: skip
         base = LaneView(
             lane,
             cluster,
@@ -368,53 +529,11 @@ class Store:
             image_ok=self._image_ok(lane, nodes),
             bench_headline=self._bench_headline(lane, cluster),
         )
+        view = observed(base, self._observe(lane, cluster, nodes, health, now))
         running = [  # an op without a cluster (stop by lane) concerns the lane wherever it runs
-            op for (_, ln, cl), op in self._ops.items() if ln == lane and cl in (cluster, "")
+            op for op in self._running.values() if op.lane == lane and op.cluster in (cluster, "")
         ]
-        ranks = self._ranks_of(lane, cluster)
-        boot = self._boot.get(key)
-        if running:
-            op = running[-1]
-            if op.op == "sync":
-                pct = op.fraction * 100 if op.fraction is not None else None
-                return replace(
-                    base, phase=LanePhase.SYNCING, percent=pct, step=op.current, eta_s=op.eta_s
-                )
-            if op.op == "stop":
-                return replace(base, phase=LanePhase.STOPPING, step=op.current)
-            if op.op in ("launch", "switch") and not (boot and boot.ready):
-                return self._booting(base, boot, op)
-        if ranks:
-            if any(not r.running for r in ranks):
-                return replace(base, phase=LanePhase.FAILED, detail="a rank's container exited")
-            if boot is None:
-                return replace(base, phase=LanePhase.BOOTING, step="starting")
-            if boot.ready:
-                return replace(base, phase=LanePhase.SERVING)
-            if boot.failed:
-                return replace(
-                    base, phase=LanePhase.FAILED, detail=boot.failed_line or "boot failed"
-                )
-            return self._booting(base, boot, None)
-        failed = next(
-            (op for op in self._done_ops if op.lane == lane and op.cluster == cluster), None
-        )
-        if failed is not None and failed.ok is False and failed.op in _OPS_ON_NODES:
-            return replace(base, phase=LanePhase.FAILED, detail=failed.summary)
-        return base
-
-    @staticmethod
-    def _booting(base: LaneView, boot: BootState | None, op: OpView | None) -> LaneView:
-        eta = op.eta_s if op else None
-        if boot is None or boot.phase is BootPhase.STARTING:
-            step = op.current if op and op.current else "starting"
-            pct = op.fraction * 100 if op and op.fraction is not None else None
-            return replace(base, phase=LanePhase.BOOTING, step=step, percent=pct, eta_s=eta)
-        if boot.failed:
-            return replace(base, phase=LanePhase.FAILED, detail=boot.failed_line or "boot failed")
-        return replace(
-            base, phase=LanePhase.BOOTING, step=boot.phase.value, percent=boot.percent, eta_s=eta
-        )
+        return overlaid(view, running[-1] if running else None)
 
     def _image_ok(self, lane: str, nodes: tuple[str, ...]) -> bool | None:
         ref = self.inventory.recipes[lane].image.ref

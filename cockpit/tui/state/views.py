@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import NamedTuple
 
+from cockpit.errors import EXIT_REFUSED
 from cockpit.telemetry.gpu import GpuSample, MemoryView
 from cockpit.telemetry.nccl_log import RankTransport
 from cockpit.tui.state.inputs import RankOnNode
@@ -13,8 +14,8 @@ from cockpit.tui.state.inputs import RankOnNode
 
 class NodeHealth(StrEnum):
     LIVE = "live"
-    STALE = "stale"  # answered before, not lately: last values kept, with their age
-    DOWN = "down"  # never answered
+    STALE = "stale"  # a short gap: last values kept, greyed, with their age
+    DOWN = "down"  # unreachable (reconnects fail, or no answer for long): no figures shown
     WAITING = "waiting"  # not polled yet
 
 
@@ -25,6 +26,11 @@ class LanePhase(StrEnum):
     SERVING = "serving"
     STOPPING = "stopping"
     FAILED = "failed"
+    UNRESPONSIVE = "unresponsive"  # every rank runs, the engine answered before, not lately
+    UNKNOWN = "unknown"  # a node of the lane cannot tell what it runs
+
+
+_DETAILED = (LanePhase.FAILED, LanePhase.UNRESPONSIVE, LanePhase.UNKNOWN)
 
 
 def lane_key(lane: str, cluster: str) -> str:
@@ -58,6 +64,8 @@ class LaneView:
     endpoint: str | None = None
     image_ok: bool | None = None  # None: not known yet (some node not sampled)
     bench_headline: str | None = None
+    live: bool = False  # a container of the lane runs (what the lane-scoped panes follow)
+    note: str = ""  # beside any state: e.g. "dgx7 unreachable"
 
     @property
     def key(self) -> str:
@@ -67,7 +75,7 @@ class LaneView:
     def state_text(self) -> str:
         """`serving`, `syncing 40%`, `booting loading weights 42% ETA 1m20s`, `failed: reason`."""
         parts = [self.phase.value]
-        if self.phase in (LanePhase.BOOTING, LanePhase.SYNCING):
+        if self.phase in (LanePhase.BOOTING, LanePhase.SYNCING, LanePhase.STOPPING):
             if self.step:
                 parts.append(self.step)
             if self.percent is not None:
@@ -75,7 +83,9 @@ class LaneView:
             if self.eta_s is not None:
                 parts.append(f"ETA {fmt_duration(self.eta_s)}")
         text = " ".join(parts)
-        return f"{text}: {self.detail}" if self.phase is LanePhase.FAILED and self.detail else text
+        if self.phase in _DETAILED and self.detail:
+            text = f"{text}: {self.detail}"
+        return f"{text} · {self.note}" if self.note else text
 
 
 @dataclass(frozen=True)
@@ -112,6 +122,23 @@ class LogEntry(NamedTuple):
     level: str | None = None
 
 
+class LogSource(NamedTuple):
+    """Whose log: a rank of a lane (two lanes' rank 0 on one node are two sources)."""
+
+    lane: str  # lane key, lane@cluster
+    node: str
+    rank: int
+
+
+@dataclass(frozen=True)
+class RankNccl:
+    """One NCCL process of a lane's rank, as the NCCL pane lists it."""
+
+    node: str
+    rank: int
+    transport: RankTransport
+
+
 @dataclass(frozen=True)
 class BenchRow:
     """A finished bench point as the Bench pane shows it, with the lane's baseline when known."""
@@ -124,6 +151,8 @@ class BenchRow:
     pp_tps: float | None
     baseline_tg_tps: float | None = None
     flags: tuple[str, ...] = ()  # honesty flags (kind names)
+    tg_std: float | None = None  # spread over the runs (meaningful only when runs > 1)
+    runs: int = 1
 
 
 @dataclass(frozen=True)
@@ -142,10 +171,19 @@ class OpView:
     notices: tuple[str, ...] = ()
     ok: bool | None = None  # None while running
     summary: str = ""
+    run: int = 0  # the worker that runs it
+    step: str = ""  # the raw name of the step running now ("transfer", "boot/loading weights")
+    sub: str = ""  # the sub-operation that step belongs to ("sync" inside a switch), or ""
+    node: str | None = None  # the node the last error named: where to read the failure
+    exit_code: int | None = None
 
     @property
     def running(self) -> bool:
         return self.ok is None
+
+    @property
+    def refused(self) -> bool:
+        return self.exit_code == EXIT_REFUSED
 
 
 @dataclass(frozen=True)
@@ -153,18 +191,68 @@ class FleetSnapshot:
     at: float
     nodes: tuple[NodeView, ...]
     lanes: tuple[LaneView, ...]
-    engines: dict[str, EngineView]
-    nccl: tuple[LogEntry, ...]
-    nccl_ranks: tuple[RankTransport, ...]
-    logs: dict[tuple[str, int], tuple[LogEntry, ...]]
-    dropped: dict[tuple[str, int], int]  # lines the feed shed per source during floods
+    engines: dict[str, EngineView]  # lanes with a running container only
+    nccl: dict[str, tuple[LogEntry, ...]]  # lane key → its ranks' merged NCCL tail
+    nccl_ranks: dict[str, tuple[RankNccl, ...]]  # lane key → one line per NCCL process
+    logs: dict[LogSource, tuple[LogEntry, ...]]  # kept after a container is gone
+    dropped: dict[LogSource, int]  # lines the feed shed per source during floods
     ops: tuple[OpView, ...]  # running first, then the last finished ones, newest first
     bench: tuple[BenchRow, ...]
     version: int = 0
-    log_sources: tuple[tuple[str, int], ...] = field(default_factory=tuple)
+    log_sources: tuple[LogSource, ...] = field(default_factory=tuple)
+    live_sources: frozenset[LogSource] = frozenset()  # sources whose container runs
 
     def lane(self, key: str) -> LaneView | None:
         return next((lane for lane in self.lanes if lane.key == key), None)
+
+    def launching(self) -> OpView | None:
+        """The newest running launch or switch: the lane whose boot the Log pane follows."""
+        return next((op for op in self.ops if op.running and op.op in _LAUNCHES), None)
+
+    def focus_lane(self, selected: str | None) -> str | None:
+        """The lane the lane-scoped panes follow: the selected one while a container of it runs
+        (or it is being launched), else the first serving lane, else the first live one."""
+        launching = self.launching()
+        chosen = self.lane(selected) if selected else None
+        if chosen is not None and (
+            chosen.live or (launching and lane_key(launching.lane, launching.cluster) == selected)
+        ):
+            return chosen.key
+        serving = [lane for lane in self.lanes if lane.phase is LanePhase.SERVING]
+        live = [lane for lane in self.lanes if lane.live]
+        return next((lane.key for lane in (*serving, *live)), None)
+
+    def log_for(self, selected: str | None) -> LogSource | None:
+        """The log the Log pane shows when the operator has not picked one: the lane being
+        launched (its failing rank once an error names a node, else its head); the selected
+        lane's head while it runs; the failing rank of the selected lane's failed launch (kept
+        after the rollback removed the container); the first serving lane's head."""
+        launching = self.launching()
+        if launching is not None:
+            key = lane_key(launching.lane, launching.cluster)
+            return self._source(key, launching.node, live=False)
+        chosen = self.lane(selected) if selected else None
+        if chosen is not None and chosen.live:
+            return self._source(chosen.key, None)
+        ended = [op for op in self.ops if not op.running]
+        failed = next(
+            (op for op in ended if chosen and lane_key(op.lane, op.cluster) == chosen.key), None
+        )
+        if failed is not None and failed.op in _LAUNCHES and failed.ok is False and failed.node:
+            key = lane_key(failed.lane, failed.cluster)
+            return self._source(key, failed.node, live=False)
+        focus = self.focus_lane(selected)
+        return self._source(focus, None) if focus else None
+
+    def _source(self, key: str, node: str | None, live: bool = True) -> LogSource | None:
+        """The lane's source on `node` (None: its lowest rank, the head first), among the live
+        ones, or among every kept one when not `live`."""
+        pool = self.live_sources if live else (*self.live_sources, *self.logs)
+        found = sorted({s for s in pool if s.lane == key and node in (None, s.node)})
+        return found[0] if found else None
+
+
+_LAUNCHES = ("launch", "switch")
 
 
 def fmt_duration(seconds: float) -> str:

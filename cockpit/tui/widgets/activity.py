@@ -1,5 +1,5 @@
 """Operations pane (running and recent launch/stop/sync/switch/bench) and the Bench pane (the
-depth table, its flags, and the depth plot under it)."""
+depth table, the depth plot under it, and the flags at the pane's foot, where no size cuts them)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.widgets import Static
 
 from cockpit.bench.models import depth_label
 from cockpit.tui.render import bar, num
@@ -17,6 +18,7 @@ from cockpit.tui.widgets.palette import Palette, palette_of
 from cockpit.tui.widgets.pane import Pane, ViewContext
 
 FLAG_MARK = "⚑"
+PLOT_MIN_ROWS = 8  # below this the plot is hidden: the table and the flags keep the room
 
 
 def op_lines(ops: tuple[OpView, ...], now: float, colours: Palette) -> Text:
@@ -51,10 +53,29 @@ def _tps(value: float | None) -> str:
     return "–" if value is None else f"{value:.0f}" if value >= 100 else f"{value:.1f}"
 
 
+def tg_cell(point: BenchRow) -> str:
+    """A point's tg mean, with its spread only when several runs make one (never `± 0`)."""
+    mean = _tps(point.tg_tps)
+    if point.runs > 1 and point.tg_std is not None and point.tg_tps is not None:
+        return f"{mean}±{_tps(point.tg_std)}"
+    return mean
+
+
+def bench_flags(points: tuple[BenchRow, ...], colours: Palette) -> Text:
+    """The last sweep's flags, one line per kind with the points it marks (`⚑ noisy: 4K c2`)."""
+    rows = last_sweep(points)
+    by_kind: dict[str, list[str]] = {}
+    for depth in sorted(rows):
+        for c, p in sorted(rows[depth].items()):
+            for kind in p.flags:
+                by_kind.setdefault(kind, []).append(f"{depth_label(depth)} c{c}")
+    lines = [f"{FLAG_MARK} {kind}: {', '.join(where)}" for kind, where in by_kind.items()]
+    return Text("\n".join(lines), style=colours.warn)
+
+
 def bench_table(points: tuple[BenchRow, ...], colours: Palette) -> RenderableType:
     """depth × c1/c2 tg tokens/s, Δ against the baseline when there is one, pp; a flagged row
-    is marked in its last column and its flags are spelled out under the table (the right
-    column is too narrow for them inline)."""
+    is marked in its last column (`bench_flags` spells the flags out)."""
     if not points:
         return Text("no bench yet: b benches the selected lane", style=colours.muted)
     rows = last_sweep(points)
@@ -76,14 +97,13 @@ def bench_table(points: tuple[BenchRow, ...], colours: Palette) -> RenderableTyp
             table.add_column("Δ", justify="right", no_wrap=True)
     table.add_column("pp c1", justify="right", no_wrap=True, header_style=legend["pp c1"])
     table.add_column("", no_wrap=True)  # FLAG_MARK on a flagged row
-    notes: list[Text] = []
     for depth in sorted(rows):
         label = depth_label(depth)
         cells: list[Text | str] = [label]
         flagged = False
         for c in (1, 2):
             p = rows[depth].get(c)
-            cells.append(_tps(p.tg_tps) if p else "…")
+            cells.append(tg_cell(p) if p else "…")
             if with_base:
                 if p and p.tg_tps is not None and p.baseline_tg_tps:
                     delta = (p.tg_tps - p.baseline_tg_tps) / p.baseline_tg_tps
@@ -91,15 +111,12 @@ def bench_table(points: tuple[BenchRow, ...], colours: Palette) -> RenderableTyp
                     cells.append(Text(f"{delta:+.0%}", style=style))
                 else:
                     cells.append("")
-            if p and p.flags:
-                flagged = True
-                line = f"{FLAG_MARK} {label} c{c}: {', '.join(p.flags)}"
-                notes.append(Text(line, style=colours.warn))
+            flagged = flagged or bool(p and p.flags)
         c1 = rows[depth].get(1)
         cells.append(num(c1.pp_tps, 0) if c1 else "…")
         cells.append(Text(FLAG_MARK, style=colours.warn) if flagged else "")
         table.add_row(*cells)
-    return Group(table, *notes) if notes else table
+    return table
 
 
 class OpsPane(Pane):
@@ -121,6 +138,19 @@ class OpsPane(Pane):
 
 
 class BenchPane(Pane):
+    """The table on top, the flags docked at the foot (visible at every size), the plot in what
+    room is left, hidden when that is too little to read."""
+
+    DEFAULT_CSS = """
+    BenchPane #bench-flags {
+        dock: bottom;
+        height: auto;
+    }
+    BenchPane DepthPlot.-cramped {
+        display: none;
+    }
+    """
+
     def __init__(self) -> None:
         super().__init__("Bench", id="bench")
         self._shown: tuple[object, ...] = ()
@@ -128,12 +158,27 @@ class BenchPane(Pane):
     def compose(self) -> ComposeResult:
         yield Body(id="bench-body")
         yield DepthPlot()
+        yield Static(id="bench-flags")
 
     def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
-        key = (snap.bench, self.app.theme)
+        narrow = self.screen.has_class("-narrow")  # stacked panes: the pane grows to fit
+        key = (snap.bench, self.app.theme, self.size, narrow)
         if key == self._shown:
             return
         self._shown = key
         colours = palette_of(self.app)
-        self.query_one(Body).update(Group(bench_table(snap.bench, colours)))
-        self.query_one(DepthPlot).draw(depth_series(snap.bench), colours)
+        table = bench_table(snap.bench, colours)
+        flags = bench_flags(snap.bench, colours) if snap.bench else Text()
+        self.query_one(Body).update(Group(table))
+        self.query_one("#bench-flags", Static).update(flags)
+        width = max(self.size.width, 1)
+        console = self.app.console
+        used = sum(
+            len(console.render_lines(r, console.options.update_width(width), pad=False))
+            for r in (table, flags)
+            if not isinstance(r, Text) or r.plain
+        )
+        room = self.size.height - used  # the content region: borders are not in it
+        plot = self.query_one(DepthPlot)
+        plot.set_class(not narrow and room < PLOT_MIN_ROWS, "-cramped")
+        plot.draw(depth_series(snap.bench), colours)

@@ -100,7 +100,6 @@ class DepthPlot(Vertical):
     DEFAULT_CSS = """
     DepthPlot {
         height: 1fr;
-        min-height: 8;
         display: none;
     }
     DepthPlot.-drawn {

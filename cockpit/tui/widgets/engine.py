@@ -1,4 +1,5 @@
-"""KV-pool and engine-throughput panes for the selected (else the first serving) lane."""
+"""KV-pool and engine-throughput panes for the selected lane while it runs, else the first
+serving one; a lane with no running container has no engine view (nothing of it stays)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,16 @@ from cockpit.tui.widgets.pane import Pane, ViewContext
 
 
 def engine_for(snap: FleetSnapshot, ctx: ViewContext) -> EngineView | None:
-    """The selected lane's engine when it has one, else the first lane that reports metrics."""
-    if ctx.lane_key and ctx.lane_key in snap.engines:
-        return snap.engines[ctx.lane_key]
-    return next(iter(snap.engines.values()), None)
+    """The followed lane's engine, if its head has answered `/metrics`."""
+    return snap.engines.get(ctx.focus) if ctx.focus else None
+
+
+def no_engine(snap: FleetSnapshot, ctx: ViewContext, colours: Palette) -> Text:
+    """What the pane says without an engine view: the followed lane's state, or nothing runs."""
+    lane = snap.lane(ctx.focus) if ctx.focus else None
+    if lane is None:
+        return Text("no lane serving", style=colours.muted)
+    return Text(f"{lane.key}: {lane.state_text}", style=colours.muted)
 
 
 def _grid() -> Table:
@@ -28,9 +35,7 @@ def _grid() -> Table:
     return grid
 
 
-def kv_renderable(eng: EngineView | None, width: int, colours: Palette) -> Group | Text:
-    if eng is None:
-        return Text("no lane serving", style=colours.muted)
+def kv_renderable(eng: EngineView, width: int, colours: Palette) -> Group | Text:
     usage = eng.kv_usage
     colour = (
         colours.error if (usage or 0) > 0.9 else colours.warn if (usage or 0) > 0.7 else colours.ok
@@ -47,9 +52,7 @@ def kv_renderable(eng: EngineView | None, width: int, colours: Palette) -> Group
     return Group(Text(eng.lane_key, style=colours.muted), grid)
 
 
-def throughput_renderable(eng: EngineView | None, width: int, colours: Palette) -> Group | Text:
-    if eng is None:
-        return Text("no lane serving", style=colours.muted)
+def throughput_renderable(eng: EngineView, width: int, colours: Palette) -> Group | Text:
     grid = _grid()
     gen = Text(f"{num(eng.gen_tps)} tok/s")
     if eng.stalled:
@@ -77,23 +80,28 @@ class _EnginePane(Pane):
     def compose(self) -> ComposeResult:
         yield Body(id=f"{self.id}-body")
 
-    def body_for(self, eng: EngineView | None, width: int, colours: Palette) -> Group | Text:
+    def body_for(self, eng: EngineView, width: int, colours: Palette) -> Group | Text:
         raise NotImplementedError
 
     def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
         eng = engine_for(snap, ctx)
-        key = (eng, self.size.width, self.app.theme)
+        colours = palette_of(self.app)
+        missing = no_engine(snap, ctx, colours) if eng is None else None
+        key = (eng, missing.plain if missing else None, self.size.width, self.app.theme)
         if key == self._key:
             return
         self._key = key
-        self.query_one(Body).update(self.body_for(eng, self.size.width - 4, palette_of(self.app)))
+        if eng is None:
+            self.query_one(Body).update(missing)
+        else:
+            self.query_one(Body).update(self.body_for(eng, self.size.width - 4, colours))
 
 
 class KvPane(_EnginePane):
     def __init__(self) -> None:
         super().__init__("KV pool", id="kv")
 
-    def body_for(self, eng: EngineView | None, width: int, colours: Palette) -> Group | Text:
+    def body_for(self, eng: EngineView, width: int, colours: Palette) -> Group | Text:
         return kv_renderable(eng, width, colours)
 
 
@@ -101,5 +109,5 @@ class ThroughputPane(_EnginePane):
     def __init__(self) -> None:
         super().__init__("Engine throughput", id="throughput")
 
-    def body_for(self, eng: EngineView | None, width: int, colours: Palette) -> Group | Text:
+    def body_for(self, eng: EngineView, width: int, colours: Palette) -> Group | Text:
         return throughput_renderable(eng, width, colours)

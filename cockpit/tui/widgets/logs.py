@@ -1,4 +1,5 @@
-"""NCCL pane (merged, node-tagged tail + one transport line per rank) and the container Log pane."""
+"""NCCL pane (one transport line per rank of the followed lane, then its merged, node-tagged
+tail) and the container Log pane."""
 
 from __future__ import annotations
 
@@ -7,9 +8,8 @@ from textual.app import ComposeResult
 from textual.events import MouseScrollUp
 from textual.widgets import Input, Static
 
-from cockpit.telemetry.nccl_log import RankTransport
 from cockpit.tui.state.store import LOG_LINES, NCCL_LINES
-from cockpit.tui.state.views import FleetSnapshot
+from cockpit.tui.state.views import FleetSnapshot, LogSource, RankNccl
 from cockpit.tui.widgets.palette import Palette, palette_of
 from cockpit.tui.widgets.pane import Pane, ViewContext
 from cockpit.tui.widgets.tail import LEVELS, TailLog
@@ -18,17 +18,20 @@ NCCL_MAX_LINES = NCCL_LINES  # a tail holds what the store keeps of its stream
 LOG_MAX_LINES = LOG_LINES
 
 
-def transport_lines(ranks: tuple[RankTransport, ...], colours: Palette) -> Text:
-    """One line per NCCL process: its transport, and the problem in the error colour."""
+def transport_lines(lane: str | None, ranks: tuple[RankNccl, ...], colours: Palette) -> Text:
+    """One line per NCCL process of the lane's ranks (node as the cockpit names it, then NCCL's
+    rank/size and transport), the problem in the error colour."""
+    if lane is None:
+        return Text("no lane runs", style=colours.muted)
     if not ranks:
-        return Text("no NCCL ranks seen yet", style=colours.muted)
+        return Text(f"{lane}: no NCCL ranks seen yet", style=colours.muted)
     out = Text()
     for i, rank in enumerate(ranks):
         if i:
             out.append("\n")
-        out.append(f"{rank.host or '?'} ", style="bold")
-        problem = rank.problem
-        out.append(rank.headline, style=colours.error if problem else colours.ok)
+        out.append(f"{rank.node} ", style="bold")
+        problem = rank.transport.problem
+        out.append(rank.transport.headline, style=colours.error if problem else colours.ok)
         if problem:
             out.append(f"  ⚠ {problem}", style=f"bold {colours.error}")
     return out
@@ -58,12 +61,16 @@ class NcclPane(_TailPane):
         yield TailLog(max_lines=NCCL_MAX_LINES, tag_node=True, id="nccl-log")
 
     def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
+        """The followed lane's ranks only: after a lane change nothing of the other one stays."""
         colours = palette_of(self.app)
-        key = (snap.nccl_ranks, self.app.theme)
+        lane = ctx.focus
+        ranks = snap.nccl_ranks.get(lane, ()) if lane else ()
+        self.retitle(f"NCCL {lane}" if lane else "NCCL")
+        key = (lane, ranks, self.app.theme)
         if key != self._ranks:
             self._ranks = key
-            self.query_one("#nccl-ranks", Static).update(transport_lines(snap.nccl_ranks, colours))
-        self.tail().feed("nccl", snap.nccl, colours)
+            self.query_one("#nccl-ranks", Static).update(transport_lines(lane, ranks, colours))
+        self.tail().feed(lane, snap.nccl.get(lane, ()) if lane else (), colours)
         self.refresh_subtitle()
 
 
@@ -72,7 +79,8 @@ class LogPane(_TailPane):
 
     def __init__(self) -> None:
         super().__init__("Log", id="log")
-        self.source: tuple[str, int] | None = None
+        self.source: LogSource | None = None
+        self.ended = False  # the source's container no longer runs (its lines are kept)
 
     def compose(self) -> ComposeResult:
         yield TailLog(max_lines=LOG_MAX_LINES, tag_node=False, id="log-tail")
@@ -82,7 +90,12 @@ class LogPane(_TailPane):
 
     def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
         self.source = source = ctx.log_source  # the screen picked it among snap.logs
-        self.retitle(f"Log {source[0]}/rank {source[1]}" if source else "Log")
+        self.ended = source is not None and source not in snap.live_sources
+        title = "Log"
+        if source is not None:
+            title = f"Log {source.node}/r{source.rank} {source.lane}"
+            title += " (ended)" if self.ended else ""
+        self.retitle(title)
         self.tail().feed(source, snap.logs.get(source, ()) if source else (), palette_of(self.app))
         self.shed = snap.dropped.get(source, 0) if source else 0
         self.refresh_subtitle()

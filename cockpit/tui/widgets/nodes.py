@@ -9,6 +9,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
 from cockpit.tui.render import num, sparkline
+from cockpit.tui.state.inputs import RankOnNode
 from cockpit.tui.state.views import FleetSnapshot, NodeHealth, NodeView, fmt_duration
 from cockpit.tui.widgets.palette import Palette, palette_of
 from cockpit.tui.widgets.pane import Pane, ViewContext
@@ -26,16 +27,26 @@ def _health(node: NodeView, colours: Palette) -> Text:
         age = fmt_duration(node.age_s) if node.age_s is not None else "?"
         return Text(f"STALE {age}", style=f"bold {colours.warn}")
     if node.health is NodeHealth.DOWN:
-        return Text("DOWN", style=f"bold {colours.error}")
+        since = f" {fmt_duration(node.age_s)}" if node.age_s is not None else ""
+        return Text(f"DOWN{since}", style=f"bold {colours.error}")
     return Text("…", style=colours.muted)
 
 
+def _rank(rank: RankOnNode) -> str:
+    name = f"{rank.lane.split('-sparkring')[0]}/r{rank.rank}"
+    if rank.running:
+        return name
+    return f"{name} exited" + (f" ({rank.exit_code})" if rank.exit_code is not None else "")
+
+
 def node_row(node: NodeView, colours: Palette) -> tuple[Text, ...]:
-    """One table row; an unreachable node keeps its last values, dimmed."""
+    """One table row, from this node's own facts only. A STALE node keeps its last values,
+    greyed; a DOWN one shows none (they would read as live)."""
     dim = node.health in (NodeHealth.STALE, NodeHealth.DOWN)
     style = colours.muted if dim else ""
-    gpu, mem = node.gpu, node.memory
-    ranks = ", ".join(f"{r.lane.split('-sparkring')[0]}/r{r.rank}" for r in node.ranks) or "–"
+    down = node.health is NodeHealth.DOWN
+    gpu, mem = (None, None) if down else (node.gpu, node.memory)
+    ranks = "?" if down else ", ".join(_rank(r) for r in node.ranks) or "–"
     memory = "–"
     if mem:
         uma = " UMA" if mem.source == "meminfo" else ""  # unified memory: the OS view
@@ -50,7 +61,10 @@ def node_row(node: NodeView, colours: Palette) -> tuple[Text, ...]:
         Text(num(gpu.temperature_c if gpu else None, 0, "°C"), style=style),
         Text(num(gpu.power_w if gpu else None, 0, "W"), style=style),
         Text(num(gpu.clock_sm_mhz if gpu else None, 0, "MHz"), style=style),
-        Text(sparkline(node.util_history, SPARK_WIDTH, 0, 100), style=style or colours.accent),
+        Text(
+            "" if down else sparkline(node.util_history, SPARK_WIDTH, 0, 100),
+            style=style or colours.accent,
+        ),
     )
     return cells
 

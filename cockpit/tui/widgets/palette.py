@@ -24,6 +24,8 @@ class Palette:
             "booting": self.warn,
             "syncing": self.accent,
             "stopping": self.warn,
+            "unresponsive": self.error,
+            "unknown": self.warn,
         }.get(phase, self.muted)
 
 

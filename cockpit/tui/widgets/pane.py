@@ -6,15 +6,18 @@ from dataclasses import dataclass
 
 from textual.containers import Vertical
 
-from cockpit.tui.state.views import FleetSnapshot
+from cockpit.tui.state.views import FleetSnapshot, LogSource
 
 
 @dataclass(frozen=True)
 class ViewContext:
-    """What the operator selected: which lane the lane-scoped panes follow, which log they read."""
+    """What the operator selected and what the panes follow because of it."""
 
-    lane_key: str | None = None
-    log_source: tuple[str, int] | None = None
+    lane_key: str | None = None  # the Lanes pane's cursor row
+    log_source: LogSource | None = None  # the log the Log pane shows
+    focus: str | None = None  # the lane KV, Engine and NCCL follow (`FleetSnapshot.focus_lane`)
+    picked_log: LogSource | None = None  # a log the operator picked (Enter on a node, `n`)
+    picked_live: bool = False  # its container ran when picked (let go once it ends)
 
 
 class Pane(Vertical):
