@@ -1,6 +1,7 @@
-"""The issue's Done-when flows, driven with Pilot on a simulated fleet over real SSH: launch with
+"""The issues' Done-when flows, driven with Pilot on a simulated fleet over real SSH: launch with
 `l`, watch the lane reach serving, bench with `b` and see KV and throughput move, switch with
-`w`, stop with `s`. Every operation is confirmed on its plan first."""
+`w`, stop with `s`; and what the panes show through a refusal, a switch, a crash and a lost node.
+Every operation is confirmed on its plan first."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from textual.geometry import Region
 from textual.pilot import Pilot
 
 from cockpit.assets import SIM_TOKENIZER_DIR
@@ -24,7 +26,10 @@ from cockpit.tui.fleet_ops import FleetOperations
 from cockpit.tui.screens.confirm import ConfirmScreen
 from cockpit.tui.settings import TuiSettings
 from cockpit.tui.state import FleetSnapshot, LanePhase, NodeHealth
+from cockpit.tui.state.views import LogSource
 from cockpit.tui.widgets.lanes import LanesPane
+from cockpit.tui.widgets.logs import LogPane
+from cockpit.tui.widgets.tail import TailLog
 
 QWEN = "qwen3-0.6b-2x"
 OTHER = "qwen3-0.6b-2x-b"
@@ -136,4 +141,96 @@ async def test_launch_bench_switch_stop_from_the_keys(
                                and phase(s, OTHER) is LanePhase.STOPPED, 60)  # fmt: skip
             stop = next(op for op in snap.ops if op.op == "stop")
             assert stop.ok and "stopped" in stop.summary, stop.summary
+            app.exit()
+
+
+def painted(app: CockpitApp, selector: str) -> str:
+    widget = app.screen.query_one(selector)
+    strips = widget.render_lines(Region(0, 0, widget.size.width, widget.size.height))
+    return "\n".join(strip.text.rstrip() for strip in strips)
+
+
+@pytest.mark.slow
+async def test_the_panes_show_what_runs_through_refusal_switch_crash_and_a_lost_node(
+    fleet_factory: Callable[..., SimFleet], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 19 on a real (simulated) fleet: a refused `l` leaves the lane serving; after a `w`
+    nothing runs and the NCCL pane lists the new lane's ranks only; a launch whose worker
+    crashes leaves the lane stopped and the worker's last lines in the Log pane; a stopped node
+    turns DOWN and its peer's row keeps its lane."""
+    monkeypatch.setenv("COCKPIT_STATE_DIR", str(tmp_path / "state"))
+    fleet = fleet_factory(2, speed=SPEED)
+    prepare(fleet)
+    inventory = load_inventory(fleet.inventory_dir)
+    qwen, other = f"{QWEN}@{CLUSTER}", f"{OTHER}@{CLUSTER}"
+    async with pool_for(inventory) as pool:
+        ops = FleetOperations(OpContext(inventory, pool), tmp_path / "reports", SIM_TOKENIZER_DIR)
+        feed = FleetFeed(inventory, pool, Pace(gpu_ms=250, slow_s=0.5, images_every=2), 0.5)
+        app = CockpitApp(inventory, feeds=[feed], operations=ops,
+                         settings=TuiSettings(tmp_path / "tui.toml"))  # fmt: skip
+        async with app.run_test(size=(160, 48)) as pilot:
+            await until(pilot, "a live fleet",
+                        lambda s: all(n.health is NodeHealth.LIVE for n in s.nodes), 30)  # fmt: skip
+            await press_on_lane(pilot, QWEN, "l")
+            await pilot.press("y")
+            await until(pilot, "qwen serving", lambda s: phase(s, QWEN) is LanePhase.SERVING, 90)
+            while any(w.group == "ops" and w.is_running for w in app.workers):
+                await pilot.pause(0.1)
+
+            await press_on_lane(pilot, QWEN, "l")  # it serves already: preflight refuses
+            await pilot.press("y")
+            phases = set()
+            while any(w.group == "ops" and w.is_running for w in app.workers):
+                phases.add(phase(app.store.snapshot(time.time()), QWEN))
+                await pilot.pause(0.05)
+            assert phases == {LanePhase.SERVING}, phases
+            snap = app.store.snapshot(time.time())
+            assert [op.op for op in snap.ops] == ["launch"]  # the first one; the refusal left none
+            assert any("refused" in n.message for n in app._notifications)
+
+            await press_on_lane(pilot, OTHER, "w")
+            await pilot.press("y")
+            snap = await until(pilot, "the switch",
+                               lambda s: not any(op.running for op in s.ops)
+                               and phase(s, OTHER) is LanePhase.SERVING
+                               and phase(s, QWEN) is LanePhase.STOPPED
+                               and bool(s.nccl_ranks.get(other)), 90)  # fmt: skip
+            assert set(snap.nccl_ranks) == {other}
+            assert [(r.node, r.transport.rank) for r in snap.nccl_ranks[other]] == [
+                ("dgx1", 0), ("dgx2", 1),
+            ]  # fmt: skip
+            assert set(snap.engines) == {other}
+            await pilot.pause(0.3)
+            assert "NCCL " + other in str(app.screen.query_one("#nccl").border_title)
+            assert other in painted(app, "#kv-body").replace("\n", "")
+
+            await press_on_lane(pilot, OTHER, "s")
+            await pilot.press("y")
+            await until(pilot, "the stop", lambda s: phase(s, OTHER) is LanePhase.STOPPED
+                        and not any(op.running for op in s.ops), 60)  # fmt: skip
+            fleet.set_fault("dgx2", "weights_crash")
+            await press_on_lane(pilot, QWEN, "l")
+            await pilot.press("y")
+            snap = await until(pilot, "the crashed launch",
+                               lambda s: any(op.op == "launch" and op.ok is False for op in s.ops)
+                               and phase(s, QWEN) is LanePhase.STOPPED, 90)  # fmt: skip
+            failed = next(op for op in snap.ops if op.op == "launch")
+            assert failed.node == "dgx2", failed
+            await pilot.pause(0.3)
+            log = app.screen.query_one(LogPane)
+            assert log.source == LogSource(qwen, "dgx2", 1) and log.ended
+            lines = log.query_one(TailLog).lines
+            assert any("Error" in line for line in lines[-40:]), lines[-40:]
+            fleet.set_fault("dgx2", "weights_crash", on=False)
+
+            await press_on_lane(pilot, QWEN, "l")
+            await pilot.press("y")
+            await until(pilot, "qwen serving again",
+                        lambda s: phase(s, QWEN) is LanePhase.SERVING, 90)  # fmt: skip
+            fleet.stop_node("dgx2")
+            snap = await until(pilot, "dgx2 down",
+                               lambda s: s.nodes[1].health is NodeHealth.DOWN, 60)  # fmt: skip
+            head = snap.nodes[0]
+            assert head.health is NodeHealth.LIVE and [r.lane for r in head.ranks] == [QWEN]
+            fleet.start_node("dgx2")
             app.exit()
