@@ -46,11 +46,15 @@ def scene_store() -> Store:
     return store
 
 
-def fleet_store(ranks: dict[str, tuple[RankOnNode, ...]], at: float = scene.T0) -> Store:
-    """Every node of the inventory sampled at `at`, holding `ranks`."""
+def fleet_store(
+    ranks: dict[str, tuple[RankOnNode, ...]], at: float = scene.T0, unheard: tuple[str, ...] = ()
+) -> Store:
+    """Every node of the inventory but `unheard` sampled at `at`, holding `ranks`."""
     store = Store(scene.inventory())
     sample = next(s for s in scene.node_samples(store.inventory) if isinstance(s, NodeSampled))
     for name in store.inventory.nodes:
+        if name in unheard:
+            continue
         store.apply(replace(sample, node=name, at=at, ranks=ranks.get(name, ())))
     return store
 
@@ -202,6 +206,16 @@ def test_containers_decide_stopped_failed_booting_serving() -> None:
     for name in ("dgx1", "dgx2"):
         store.apply(replace(store._nodes[name].last, ranks=()))  # type: ignore[arg-type]
     assert state(store, QWEN_KEY) == "stopped"
+
+
+def test_a_lane_whose_head_node_is_down_is_unknown_not_booting() -> None:
+    """The cockpit opened while the head's node is down: its worker runs, nobody can tell
+    whether the lane serves (it read "booting starting" before)."""
+    store = fleet_store({"dgx2": qwen_ranks()["dgx2"]}, unheard=("dgx1",))
+    store.apply(NodeLost("dgx1", scene.T0, "connection refused", down=True))
+    assert state(store, QWEN_KEY) == "unknown: head dgx1 unreachable"
+    store.apply(replace(store._nodes["dgx2"].last, ranks=()))  # type: ignore[arg-type]
+    assert state(store, QWEN_KEY) == "unknown: dgx1 unreachable"
 
 
 def test_a_lane_with_ranks_missing_is_not_serving() -> None:

@@ -80,8 +80,9 @@ def observed(base: LaneView, seen: Observed) -> LaneView:
     if seen.engine_age_s is not None:
         silent = f"no /metrics answer for {seen.engine_age_s:.0f}s"
         return replace(view, phase=LanePhase.UNRESPONSIVE, detail=silent)
-    if seen.head_unknown:
-        return replace(view, phase=LanePhase.UNKNOWN, detail=f"the head's node is {why}")
+    if seen.head_unknown:  # its workers run, the head cannot say whether it serves
+        detail = f"head {seen.unknown[0]} {why}"
+        return replace(view, phase=LanePhase.UNKNOWN, detail=detail, note="")
     if boot is None or boot.phase is BootPhase.STARTING:
         return replace(view, phase=LanePhase.BOOTING, step="starting")
     step = "waiting for the API" if boot.ready else boot.phase.value
