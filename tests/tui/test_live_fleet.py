@@ -179,10 +179,11 @@ async def test_the_panes_show_what_runs_through_refusal_switch_crash_and_a_lost_
 
             await press_on_lane(pilot, QWEN, "l")  # it serves already: preflight refuses
             await pilot.press("y")
-            phases = set()
+            phases = {phase(app.store.snapshot(time.time()), QWEN)}
             while any(w.group == "ops" and w.is_running for w in app.workers):
                 phases.add(phase(app.store.snapshot(time.time()), QWEN))
                 await pilot.pause(0.05)
+            phases.add(phase(app.store.snapshot(time.time()), QWEN))
             assert phases == {LanePhase.SERVING}, phases
             snap = app.store.snapshot(time.time())
             assert [op.op for op in snap.ops] == ["launch"]  # the first one; the refusal left none
