@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+from cockpit.atomic import write_atomic
 from cockpit.bench.models import Report, from_json, to_json
 from cockpit.bench.report import render_markdown
 from cockpit.errors import InputError
@@ -28,21 +27,6 @@ def timestamp(now: datetime | None = None) -> str:
 def safe_label(label: str) -> str:
     """A label usable in a file name (the operators' labels are kebab-case already)."""
     return _LABEL.sub("-", label).strip("-") or "bench"
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write to a temporary file in the same folder, fsync, then rename over `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def load_report(path: Path) -> Report:

@@ -13,6 +13,7 @@ from textual.app import App, SystemCommand
 from textual.screen import Screen
 
 from cockpit.config import Inventory
+from cockpit.errors import CockpitError
 from cockpit.tui.feeds import Feed
 from cockpit.tui.keymap import MAIN_BINDINGS
 from cockpit.tui.messages import Facts
@@ -128,7 +129,10 @@ class CockpitApp(App[None]):
         index = (names.index(self.theme) + 1) % len(names) if self.theme in names else 0
         self.theme = names[index]
         if self.persist_theme:
-            save_theme(self.settings.path, self.theme)
+            try:
+                save_theme(self.settings.path, self.theme)
+            except CockpitError as exc:  # e.g. tui.toml broken by hand meanwhile: left as it is
+                self.notify(str(exc), severity="error")
         return self.theme
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
