@@ -16,6 +16,7 @@ from cockpit.atomic import write_atomic
 from cockpit.bench.models import Report, from_json, to_json
 from cockpit.bench.report import render_markdown
 from cockpit.errors import InputError
+from cockpit.redact import redact
 
 _LABEL = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -70,6 +71,6 @@ def save_report(directory: Path, report: Report) -> tuple[Path, Path]:
     if report.baseline:
         with contextlib.suppress(InputError):  # an unreadable baseline costs the deltas only
             baseline = load_report(directory / report.baseline)
-    write_atomic(json_path, json.dumps(to_json(report), indent=2) + "\n")
-    write_atomic(md_path, render_markdown(report, baseline))
+    write_atomic(json_path, redact(json.dumps(to_json(report), indent=2)) + "\n")
+    write_atomic(md_path, redact(render_markdown(report, baseline)))
     return json_path, md_path

@@ -25,6 +25,7 @@ from cockpit.ops.events import (
     StepStarted,
 )
 from cockpit.plan import plan_lane
+from cockpit.redact import shown
 from cockpit.telemetry.boot import BootPhase, BootState, advance
 from cockpit.telemetry.metrics import EngineMetrics, window
 from cockpit.telemetry.nccl_log import TransportTracker
@@ -203,7 +204,7 @@ class Store:
         for raw in item.lines:
             self._seq += 1
             level = _level(raw)
-            entry = LogEntry(self._seq, item.node, item.rank, raw, level)
+            entry = LogEntry(self._seq, item.node, item.rank, shown(raw), level)
             if "NCCL " in raw:
                 self._nccl.append(entry)
                 if level is not None or raw not in seen:  # a repeated INFO line adds nothing
