@@ -215,8 +215,9 @@ class Store:
             log.lines.append(entry)
             if boot is not None and boot.phase not in _BOOT_DONE:
                 boot = advance(boot, raw)
-        if boot is not None:
-            self._boot[key] = boot
+        if boot is not None:  # the failed line is shown in the Lanes pane: as every log line
+            failed = boot.failed_line
+            self._boot[key] = replace(boot, failed_line=shown(failed)) if failed else boot
 
     def _bench_point(self, event: PointFinished) -> None:
         spec = event.result.spec
