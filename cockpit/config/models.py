@@ -7,11 +7,33 @@ from enum import StrEnum
 from pathlib import PurePosixPath
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+)
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,62}$"
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
+USER_PATTERN = r"^[a-z_][a-z0-9_.-]{0,31}$"
+UserName = Annotated[str, StringConstraints(pattern=USER_PATTERN)]
+"""A login name as useradd takes it; never an option (`-oProxyCommand=…`) nor shell text."""
 EnvKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+
+
+def _one_line(value: str) -> str:
+    if "\n" in value or "\r" in value:
+        raise ValueError(
+            "an env value is one line: it goes into the env file of `docker run --env-file`, "
+            "which has no quoting (a line break would start another variable)"
+        )
+    return value
+
+
+EnvValue = Annotated[str, AfterValidator(_one_line)]
 HexPrefix = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{8,64}$")]
 JsonTable = dict[str, Any]
 
@@ -31,7 +53,7 @@ class Node(Strict):
     name: Name = ""
     host: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._:-]+$")]
     port: int = Field(default=0, ge=0, le=65535, description="0: the inventory default")
-    user: Annotated[str, StringConstraints(pattern=r"^[a-z_][a-z0-9_.-]*$")] | None = None
+    user: UserName | None = None
     addr: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._:-]+$")] | None = Field(
         default=None, description="address peers and clients use for its services (default: host)"
     )
@@ -51,7 +73,7 @@ class SshSettings(Strict):
 
 
 class Defaults(Strict):
-    ssh_user: str = "operator"
+    ssh_user: UserName = "operator"
     ssh_port: int = Field(default=22, ge=1, le=65535)
     serve_port: int = Field(default=30000, ge=1, le=65535)
     master_port: int = Field(default=29501, ge=1, le=65535)
@@ -74,7 +96,7 @@ class NcclBlock(Strict):
     )
     gid_index: int = Field(ge=0, le=255)
     socket_ifname: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]+$")]
-    env: dict[EnvKey, str] = Field(default_factory=dict)
+    env: dict[EnvKey, EnvValue] = Field(default_factory=dict)
 
     def to_env(self) -> dict[str, str]:
         """NCCL/Gloo environment for every rank of a lane on this cluster."""
@@ -241,7 +263,7 @@ class Recipe(Strict):
     launcher: Launcher = Field(default_factory=Launcher)
     model: ModelFacts
     serve: ServeContract
-    env: dict[EnvKey, str] = Field(default_factory=dict)
+    env: dict[EnvKey, EnvValue] = Field(default_factory=dict)
     deviations: list[Deviation] = Field(default_factory=list)
 
     @property

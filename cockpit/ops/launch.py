@@ -25,7 +25,7 @@ from cockpit.ops.locks import NodeLocks, new_record
 from cockpit.ops.preflight import preflight
 from cockpit.ops.readiness import base_url, probe
 from cockpit.ops.sync import survey, sync_core
-from cockpit.plan import LanePlan, RankCommand, plan_lane, redact_argv
+from cockpit.plan import LanePlan, RankCommand, plan_lane
 from cockpit.ssh import SshError
 from cockpit.telemetry.boot import BootPhase, BootState, BootTracker
 from cockpit.telemetry.docker_out import parse_container_inspect
@@ -307,7 +307,10 @@ async def _start_and_boot(
     for rank in plan.launch_order:
         yield emit.started("start", rank.node)
         try:
-            result = await ctx.pool.run(rank.node, rank.argv, timeout=START_TIMEOUT_S)
+            # the env goes to a 0600 file through stdin, never on the command line (ps)
+            result = await ctx.pool.run(
+                rank.node, rank.start_line, timeout=START_TIMEOUT_S, input=rank.env_file
+            )
         except SshError as exc:
             result = None
             problem = exc.reason
@@ -338,8 +341,7 @@ def with_resolved_image(plan: LanePlan, refs: set[str]) -> LanePlan:
 
 def dry_run_events(emit: Emit, plan: LanePlan) -> list[OpEvent]:
     return [
-        emit.info(f"rank {r.rank} on {r.node}: {shlex.join(redact_argv(r.argv))}", r.node)
-        for r in plan.launch_order
+        emit.info(f"rank {r.rank} on {r.node}: {r.display()}", r.node) for r in plan.launch_order
     ]
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from cockpit.sim.tools import dockerfmt
+from cockpit.sim.tools.envfile import EnvFileError, read_env_file
 from cockpit.sim.tools.nodestate import (
     NodeState,
     Record,
@@ -167,6 +168,14 @@ def opt(options: dict[str, list[str]], *names: str) -> str | None:
 
 def opts(options: dict[str, list[str]], *names: str) -> list[str]:
     return [v for name in names for v in options.get(name, [])]
+
+
+def env_files(paths: list[str]) -> list[str]:
+    """The entries of every `--env-file`, in order (read here, as the docker client does)."""
+    try:
+        return [entry for path in paths for entry in read_env_file(path)]
+    except EnvFileError as exc:
+        raise DockerError(f"docker: {exc}.\nSee 'docker run --help'.", 125) from None
 
 
 def key_values(items: list[str]) -> dict[str, str]:
@@ -402,7 +411,7 @@ def cmd_run(state: NodeState, args: list[str]) -> int:
             "Args": words[1:],
             "Config": {
                 "Image": ref,
-                "Env": opts(options, "-e", "--env"),
+                "Env": [*env_files(opts(options, "--env-file")), *opts(options, "-e", "--env")],
                 "Labels": {
                     **image["Config"]["Labels"],
                     **key_values(opts(options, "--label", "-l")),

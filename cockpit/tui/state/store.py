@@ -25,6 +25,7 @@ from cockpit.ops.events import (
     StepStarted,
 )
 from cockpit.plan import plan_lane
+from cockpit.redact import shown
 from cockpit.telemetry.boot import BootPhase, BootState, advance
 from cockpit.telemetry.metrics import EngineMetrics, window
 from cockpit.telemetry.nccl_log import TransportTracker
@@ -203,7 +204,7 @@ class Store:
         for raw in item.lines:
             self._seq += 1
             level = _level(raw)
-            entry = LogEntry(self._seq, item.node, item.rank, raw, level)
+            entry = LogEntry(self._seq, item.node, item.rank, shown(raw), level)
             if "NCCL " in raw:
                 self._nccl.append(entry)
                 if level is not None or raw not in seen:  # a repeated INFO line adds nothing
@@ -214,8 +215,9 @@ class Store:
             log.lines.append(entry)
             if boot is not None and boot.phase not in _BOOT_DONE:
                 boot = advance(boot, raw)
-        if boot is not None:
-            self._boot[key] = boot
+        if boot is not None:  # the failed line is shown in the Lanes pane: as every log line
+            failed = boot.failed_line
+            self._boot[key] = replace(boot, failed_line=shown(failed)) if failed else boot
 
     def _bench_point(self, event: PointFinished) -> None:
         spec = event.result.spec
