@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from cockpit.bench.method import Stat, relative_delta
+from cockpit.bench.method import Stat, relative_delta, spread_text
 from cockpit.bench.models import PointResult, Report, depth_label
 
 REGRESSION = 0.05  # a drop beyond 5 % is marked as a regression
 
 
 def _stat(stat: Stat | None, digits: int = 1) -> str:
-    return f"{stat.mean:,.{digits}f} ± {stat.std:,.{digits}f}" if stat else "—"
+    return spread_text(stat, digits) if stat else "—"
 
 
 def _num(value: float | None, digits: int = 1) -> str:

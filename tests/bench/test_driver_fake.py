@@ -48,13 +48,17 @@ async def test_warm_point_sends_context_then_context_plus_prompt(
     engine, url = fake
     driver = BuiltinDriver(_config(url, PointSpec(depth=2000, concurrency=2, pp=256, tg=16)))
     events = [e async for e in driver.events()]
-    warmup, *requests = engine.requests  # the client's own warm-up request comes first
+    # the client's own warm-up requests come first: a user turn, then a system turn + probe
+    warmup, probe, *requests = engine.requests
     assert warmup["max_tokens"] == 4 and warmup["messages"][0]["content"].startswith("Warmup")
+    assert [m["role"] for m in probe["messages"]] == ["system", "user"]
     # the point's warm-up run + 2 runs, each a context load and an inference batch of 2
     assert len(requests) == 3 * 2 * 2
     load, inference = requests[0], requests[2]
     assert load["messages"][-1]["content"] == "."
-    assert len(load["messages"][0]["content"]) == 2000
+    # adapt-prompt: the fake engine counts 10 tokens per message on top of its text, so the
+    # context is trimmed by the system turn's and the probe turn's 20 to land on 2000 tokens
+    assert len(load["messages"][0]["content"]) == 2000 - 20
     assert inference["messages"][0]["content"] == load["messages"][0]["content"]
     assert len(inference["messages"][1]["content"]) == 256
     finished = [e for e in events if isinstance(e, PointFinished)]
@@ -74,7 +78,7 @@ async def test_cold_point_is_one_request_with_unique_prompt(fake: tuple[FakeEngi
     engine, url = fake
     spec = PointSpec(depth=1000, concurrency=1, pp=128, tg=8, cold=True)
     [e async for e in BuiltinDriver(_config(url, spec)).events()]
-    requests = engine.requests[1:]
+    requests = engine.requests[2:]  # after the two warm-up requests
     assert len(requests) == 3
     contents = [r["messages"][1]["content"] for r in requests]
     assert all(len(c) == 128 for c in contents) and len(set(contents)) == 3
