@@ -3,6 +3,11 @@
 Tokens are one character each (the shipped byte-level tokenizer); decode runs at `tg_tps` tokens/s
 and prefill at `pp_tps` (wall time); `/metrics` exposes vLLM's counters; `hang` makes every new
 completion hang silently after the headers, as a stuck client or engine would look.
+
+As real vLLM does on a busy host: `burst` chunks go out in one write (one socket read for the
+client), every `empty_every`-th token's chunk carries its token id with empty text (a token that
+ends inside a UTF-8 character), and the completions numbered in `collapse` send every token after
+the first at once, as a stalled relay that catches up would (a "decode" of microseconds).
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ class FakeEngine:
     pp_tps: float = 200_000.0
     tg_tps: float = 100.0
     hang: bool = False
+    burst: int = 1
+    empty_every: int = 0
+    collapse: frozenset[int] = frozenset()
     prompt_tokens: int = 0
     generation_tokens: int = 0
     running: int = 0
@@ -70,12 +78,19 @@ class FakeEngine:
             await send(
                 {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}
             )
+            collapsed = len(self.requests) - 1 in self.collapse
+            pending: list[bytes] = []
             for i in range(max_tokens):
-                if i:
+                if i and not (collapsed and i > 1):
                     await asyncio.sleep(1 / self.tg_tps)
                 self.generation_tokens += 1
-                choice = {"index": 0, "delta": {"content": "x"}, "token_ids": [120]}
-                await send({**base, "choices": [choice]})
+                empty = self.empty_every and i % self.empty_every == self.empty_every - 1
+                text = "" if empty else "x"
+                choice = {"index": 0, "delta": {"content": text}, "token_ids": [120]}
+                pending.append(f"data: {json.dumps({**base, 'choices': [choice]})}\n\n".encode())
+                if len(pending) >= self.burst or i == max_tokens - 1 or (collapsed and i == 0):
+                    await resp.write(b"".join(pending))
+                    pending = []
             usage = {"prompt_tokens": prompt, "completion_tokens": max_tokens}
             await send({**base, "choices": [], "usage": usage})
             await resp.write(b"data: [DONE]\n\n")
