@@ -81,10 +81,6 @@ def benchy_argv(
         "--save-result", str(result),
         "--format", "json",
         "--emit-progress", "-",
-        # llama-benchy 0.4.0 counts a chunk's token ids only when its text is not empty, and
-        # real vLLM sends empty-text chunks for tokens that end inside a UTF-8 character (~18 %
-        # on a byte-level vocabulary): without token ids it counts the engine's usage instead
-        "--extra-body", "return_token_ids=false",
     ]  # fmt: skip
     if not cfg.warmup:
         argv.append("--no-warmup")
