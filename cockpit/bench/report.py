@@ -62,7 +62,7 @@ PERF_HEADER = [
     "pp t/s",
     "tg t/s",
     "tg t/s (req)",
-    "TTFT (ms)",
+    "TTFT client (ms)",
     "ctx pp t/s",
     "",
 ]

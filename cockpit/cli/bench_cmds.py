@@ -92,7 +92,7 @@ class LiveTable:
 
     def render(self) -> Group:
         table = Table(box=None, header_style="bold", pad_edge=False, padding=(0, 1))
-        for name in ("point", "c", "pp t/s", "tg t/s", "tg/req", "TTFT ms", "status"):
+        for name in ("point", "c", "pp t/s", "tg t/s", "tg/req", "TTFT client ms", "status"):
             table.add_column(name, justify="left" if name in ("point", "status") else "right")
         for p in self.points:
             r = self.results.get(p)

