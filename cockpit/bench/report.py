@@ -115,8 +115,14 @@ def flag_lines(points: Sequence[PointResult]) -> list[str]:
 def render_markdown(report: Report, baseline: Report | None = None) -> str:
     env = report.environment
     lines = [
-        f"# Bench `{report.label}`: `{report.lane}` on `{report.cluster}`",
+        ("# PARTIAL " if report.partial else "# ")
+        + f"Bench `{report.label}`: `{report.lane}` on `{report.cluster}`",
         "",
+        *(
+            [f"**PARTIAL**: {report.partial}; only the points below were measured.", ""]
+            if report.partial
+            else []
+        ),
         f"{report.created} UTC · driver {env.driver} · {mode(report)} · "
         f"baseline {('`' + report.baseline + '`') if report.baseline else 'none (first report)'}",
         "",
@@ -163,6 +169,7 @@ def render_markdown(report: Report, baseline: Report | None = None) -> str:
         "",
         f"- client: `{env.client_host}`, link {env.client_link}",
         f"- prefix cache: {env.prefix_cache_mode}",
+        f"- prompts: {env.prompt_mode or '?'}; tokenizer `{env.tokenizer or '?'}`",
         f"- concurrency: {env.concurrency_semantics}",
         f"- engine: `{env.endpoint}`, model `{env.model}`, image `{env.engine_image or '?'}`",
         f"- recipe hash: `{env.recipe_hash or '?'}`",

@@ -197,3 +197,31 @@ async def test_latency_is_measured_per_point(fake: tuple[FakeEngine, str]) -> No
     assert [e.point for e in measured] == list(points)
     finished = [e.result for e in events if isinstance(e, PointFinished)]
     assert all(r.latency_ms is not None and r.latency_ms > 0 for r in finished)
+
+
+async def test_a_cancelled_sweep_writes_a_partial_report(
+    fake: tuple[FakeEngine, str], tmp_path: Path
+) -> None:
+    _, url = fake
+    points = (PointSpec(0, 1, 32, 8), PointSpec(0, 2, 32, 400))
+    req = BenchRequest(
+        lane="lane", cluster="c", label="cut", endpoint=url, points=points,
+        tokenizer_dir=TOKENIZER_DIR, reports_dir=tmp_path, runs=1, warmup=False,
+    )  # fmt: skip
+
+    async def consume() -> None:
+        async for event in bench(req):
+            if isinstance(event, PointFinished):
+                first.set()
+
+    first = asyncio.Event()
+    task = asyncio.create_task(consume())
+    await first.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    [path] = tmp_path.glob("*_cut.json")
+    report = load_report(path)
+    assert report.partial.startswith("sweep cancelled after 1 points")
+    assert [p.spec for p in report.points] == [points[0]]
+    assert path.with_suffix(".md").read_text().startswith("# PARTIAL Bench")
