@@ -542,9 +542,10 @@ async def _lines(
         await asyncio.gather(*pumps, return_exceptions=True)
 
 
-def find_script(executable: str = sys.executable) -> str:
+def find_script(executable: str | None = None) -> str:
     """llama-benchy's script: beside this interpreter (a venv's bin, even when that venv is not
     on PATH), else on PATH; a one-line reason (exit 2) when it is in neither."""
+    executable = executable or sys.executable
     beside = Path(executable).parent / "llama-benchy"
     if beside.is_file() and os.access(beside, os.X_OK):
         return str(beside)

@@ -29,6 +29,8 @@ class FakeEngine:
     burst: int = 1
     empty_every: int = 0
     collapse: frozenset[int] = frozenset()
+    max_model_len: int | None = None  # listed by /v1/models, as vLLM does
+    status_speed: float | None = None  # a status endpoint saying `speed`, as SparkRing's might
     prompt_tokens: int = 0
     generation_tokens: int = 0
     running: int = 0
@@ -40,10 +42,18 @@ class FakeEngine:
         app.router.add_get("/v1/models", self.models)
         app.router.add_post("/v1/chat/completions", self.chat)
         app.router.add_get("/metrics", self.metrics)
+        if self.status_speed is not None:
+            app.router.add_get("/v1/sparkring/status/view", self.status)
         return app
 
     async def models(self, request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
+        entry: dict = {"id": MODEL, "object": "model"}
+        if self.max_model_len is not None:
+            entry["max_model_len"] = self.max_model_len
+        return web.json_response({"object": "list", "data": [entry]})
+
+    async def status(self, request: web.Request) -> web.Response:
+        return web.json_response({"speed": self.status_speed, "image": "sparkring@sha256:abc"})
 
     async def metrics(self, request: web.Request) -> web.Response:
         labels = f'{{model_name="{MODEL}",engine="0"}}'

@@ -225,3 +225,64 @@ async def test_a_cancelled_sweep_writes_a_partial_report(
     assert report.partial.startswith("sweep cancelled after 1 points")
     assert [p.spec for p in report.points] == [points[0]]
     assert path.with_suffix(".md").read_text().startswith("# PARTIAL Bench")
+
+
+async def test_endpoint_max_model_len_skips_points_and_no_field_sets_the_time_scale(
+    tmp_path: Path,
+) -> None:
+    engine = FakeEngine(max_model_len=2048, status_speed=20.0)
+    runner, url = await _served(engine)
+    points = (PointSpec(0, 1, 64, 8), PointSpec(4096, 1, 64, 8))
+    req = BenchRequest(
+        lane="lane", cluster="", label="mml", endpoint=url, points=points,
+        tokenizer_dir=TOKENIZER_DIR, reports_dir=tmp_path, runs=1, warmup=False,
+    )  # fmt: skip
+    try:
+        events = [e async for e in bench(req)]
+    finally:
+        await runner.cleanup()
+    notes = [e.message for e in events if isinstance(e, BenchWarning)]
+    assert any("exceed the lane's max-model-len 2048" in n for n in notes), notes
+    report = load_report(next(tmp_path.glob("*_mml.json")))
+    assert [p.spec for p in report.points] == [points[0]]
+    # a real endpoint's `speed` field never rescales the figures
+    assert report.environment.time_scale == 1.0
+    assert report.environment.engine_image == "sparkring@sha256:abc"
+
+
+def test_llama_benchy_is_found_beside_the_interpreter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cockpit.bench.benchy import find_script
+    from cockpit.errors import InputError
+
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    venv_bin = tmp_path / "venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    with pytest.raises(InputError, match="no llama-benchy script beside"):
+        find_script(str(venv_bin / "python3"))
+    script = venv_bin / "llama-benchy"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    assert find_script(str(venv_bin / "python3")) == str(script)
+
+
+@pytest.mark.usefixtures("collector_paused")  # main() pauses the collector, as the script does
+async def test_cli_without_llama_benchy_says_why_in_one_line(
+    fake: tuple[FakeEngine, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    from cockpit.cli import main
+
+    _, url = fake
+    monkeypatch.setattr("sys.executable", str(tmp_path / "bin" / "python3"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    argv = ["cockpit", "bench", "--endpoint", url, "--tokenizer", str(TOKENIZER_DIR)]
+    argv += ["--label", "x", "--depths", "0", "--driver", "llama-benchy"]
+    argv += ["--reports", str(tmp_path)]
+    monkeypatch.setattr("sys.argv", argv)
+    with pytest.raises(SystemExit) as exit_:
+        await asyncio.to_thread(main.main)  # its own event loop; the fake engine runs on ours
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "no llama-benchy script beside" in err and "Traceback" not in err
+    assert len(err.splitlines()) == 1
