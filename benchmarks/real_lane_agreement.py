@@ -68,7 +68,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write-results", action="store_true")
     args = parser.parse_args()
-    real_vllm.start()
+    real_vllm.start(nice=0)  # the engine at the priority an operator's would have
     try:
         lane = real_vllm.lane()
         with tempfile.TemporaryDirectory(prefix="cockpit-agreement-") as tmp:

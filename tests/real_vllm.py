@@ -58,8 +58,8 @@ def installed_venv() -> Path:
     return Path(done.stdout.strip().splitlines()[-1])
 
 
-def _boot(root: Path) -> RealLane:
-    os.nice(NICE)  # this thread only; the fleet and vLLM inherit it
+def _boot(root: Path, nice: int) -> RealLane:
+    os.nice(nice)  # this thread only; the fleet and vLLM inherit it
     venv = installed_venv()
     model = root / "model"
     subprocess.run(
@@ -95,8 +95,8 @@ _future: concurrent.futures.Future[RealLane] | None = None
 _root: Path | None = None
 
 
-def start() -> concurrent.futures.Future[RealLane]:
-    """Boot the lane in a background thread (once per session)."""
+def start(nice: int = NICE) -> concurrent.futures.Future[RealLane]:
+    """Boot the lane in a background thread (once per session); `nice` 0 for a benchmark."""
     global _future, _root
     with _lock:
         if _future is None:
@@ -106,7 +106,7 @@ def start() -> concurrent.futures.Future[RealLane]:
 
             def run() -> None:
                 try:
-                    future.set_result(_boot(_root))  # type: ignore[arg-type]
+                    future.set_result(_boot(_root, nice))  # type: ignore[arg-type]
                 except BaseException as exc:
                     future.set_exception(exc)
 
