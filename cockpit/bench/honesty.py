@@ -231,6 +231,16 @@ def implausible_flag(spec: PointSpec, bad: dict[int, str], runs: int) -> Flag:
     )
 
 
+def no_decode_flag(spec: PointSpec) -> Flag:
+    """The flag of a point none of whose runs had a decode window to measure."""
+    return Flag(
+        FlagKind.IMPLAUSIBLE,
+        f"{spec.label}: no decode measured: every stream's tokens arrived in one socket read, so "
+        "there is no window to divide by (a stalled client or relay)",
+        IMPLAUSIBLE_FIX,
+    )
+
+
 TOKEN_SLACK = 0.05
 """The engine's prompt count may differ from the intended one by this share (chat template)."""
 TOKEN_SLACK_MIN = 32

@@ -238,6 +238,8 @@ class BuiltinDriver(Driver):
             flags.append(honesty.implausible_flag(spec, bad, len(inf_batches)))
         kept = [b for i, b in enumerate(inf_batches) if i not in bad]
         inference = phase_stats(kept, self._latency, spec.concurrency, dropped=len(bad))
+        if inference.tg is None and kept and not inference.errors:
+            flags.append(honesty.no_decode_flag(spec))
         engine = honesty.worst(
             [o for i, o in enumerate(observations) if i not in bad and o is not None]
         )
