@@ -111,6 +111,11 @@ def up(
     console.print(
         f"{nodes} simulated nodes up ({server}, port {fleet.port}); inventory: {fleet.root}\n"
         f"try: cockpit --inventory {fleet.root} status"
+        + (
+            f"\nbench it with COCKPIT_TIME_SCALE={speed!r} (engine time runs {speed:g}x)"
+            if speed != 1
+            else ""
+        )
     )
 
 
@@ -206,6 +211,8 @@ def demo(
         )
         with fleet:
             ctx.obj = {**(ctx.obj or {}), "inventory": fleet.inventory_dir}
+            # the simulator's own launcher tells the bench how fast the engines' clock runs
+            os.environ["COCKPIT_TIME_SCALE"] = repr(speed)
             ctx.invoke(tui)
 
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from cockpit.assets import SIM_TOKENIZER_DIR
 from cockpit.config import Inventory, load_inventory
 from cockpit.ssh.inventory import pool_for
 
@@ -33,7 +32,6 @@ def run_tui(
                 pool,
                 settings,
                 reports_dir=reports_dir,
-                tokenizer_dir=SIM_TOKENIZER_DIR,
                 readonly=readonly,
             ) as app,
         ):

@@ -197,6 +197,12 @@ class ModelFacts(Strict):
     max_model_len: int = Field(ge=1)
     draft: str | None = None
     cache_namespace: Name
+    kv_bytes_per_token: int | None = Field(
+        default=None,
+        ge=1,
+        description="KV cache bytes per token (2 x layers x KV heads x head dim x dtype bytes): "
+        "the KV pane's pool GiB when the engine does not report kv_cache_memory_bytes",
+    )
 
     @property
     def cache_dir_name(self) -> str:

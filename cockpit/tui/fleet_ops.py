@@ -26,12 +26,12 @@ class FleetOperations:
         self,
         ctx: OpContext,
         reports_dir: Path,
-        tokenizer_dir: Path,
+        tokenizer_dir: Path | None = None,
         bench_points: tuple[PointSpec, ...] | None = None,
     ) -> None:
         self.ctx = ctx
         self.reports_dir = reports_dir
-        self.tokenizer_dir = tokenizer_dir
+        self.tokenizer_dir = tokenizer_dir  # None: each lane's own, read from its snapshot
         self.bench_points = bench_points  # None: the bench's default sweep
 
     def launch(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
@@ -80,13 +80,19 @@ class FleetOperations:
             + f", {BENCH_RUNS} run(s) each, report in {self.reports_dir}",
         )
         url = await base_url(self.ctx.pool, plan)
+        tokenizer = self.tokenizer_dir
+        if tokenizer is None:
+            from cockpit.bench.tokenizer import lane_tokenizer
+
+            cache = inventory.model_cache_of(plan.cluster)
+            tokenizer = await lane_tokenizer(self.ctx.pool, plan, cache)
         request = BenchRequest(
             lane=target.lane,
             cluster=target.cluster,
             label="tui",
             endpoint=url,
             points=points,
-            tokenizer_dir=self.tokenizer_dir,
+            tokenizer_dir=tokenizer,
             reports_dir=self.reports_dir,
             runs=BENCH_RUNS,
             recipe_hash=plan.recipe_hash,

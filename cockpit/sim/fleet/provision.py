@@ -19,6 +19,7 @@ import asyncssh
 import tomli_w
 
 from cockpit.config import load_inventory
+from cockpit.sim.engine.text import TOKENIZER_DIR as ENGINE_TOKENIZER_DIR
 from cockpit.sim.fleet.layout import FleetConfig, FleetLayout, node_host, node_names
 from cockpit.sim.fleet.meminfo import meminfo_path
 from cockpit.sim.tools.launchers import write_launchers
@@ -173,8 +174,13 @@ def provision(layout: FleetLayout, config: FleetConfig) -> dict[str, asyncssh.SS
 
 
 def copy_snapshot(node_dir: Path, repo: str, revision: str, source: Path) -> None:
+    """The placeholder snapshot, with the simulated engine's tokenizer as its own: a bench
+    reads a lane's tokenizer from its snapshot on the node, simulated or not."""
     model_dir = node_dir / "hf-cache" / "hub" / ("models--" + repo.replace("/", "--"))
-    shutil.copytree(source, model_dir / "snapshots" / revision)
+    target = model_dir / "snapshots" / revision
+    shutil.copytree(source, target)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copyfile(ENGINE_TOKENIZER_DIR / name, target / name)
     (model_dir / "refs").mkdir(exist_ok=True)
     (model_dir / "refs" / "main").write_text(revision)
 

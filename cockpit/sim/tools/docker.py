@@ -305,7 +305,10 @@ def container_env(state: NodeState, record: Record, image: Record) -> dict[str, 
     """The main process's environment: the node's, the image's, `-e`, and the simulator's."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SSH_")}
     env.update(key_values(image["Config"].get("Env") or []))
-    env.update(key_values(record["Config"]["Env"]))
+    given = key_values(record["Config"]["Env"])
+    if not image.get("SimEngine"):  # a real program: `-e HOME=/mounted/dir` names the mount
+        given = dict(zip(given, host_paths(list(given.values()), record["Mounts"]), strict=True))
+    env.update(given)
     env.update(
         COCKPIT_SIM_CONTAINER=record["Name"],
         COCKPIT_SIM_CONTAINER_ID=record["Id"],
@@ -348,7 +351,9 @@ def main_argv(
             "docker: Error response from daemon: no command specified.\nSee 'docker run --help'.",
             125,
         )
-    return ["bash", "-c", shlex.join(words)]
+    # the command reads its bind mounts where the container sees them (a real program, e.g.
+    # vLLM's CPU build serving the model cache): on the node those are the mounts' sources
+    return ["bash", "-c", shlex.join(host_paths(words, mounts))]
 
 
 def parse_mount(spec: str) -> dict[str, str]:

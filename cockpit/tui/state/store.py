@@ -27,7 +27,7 @@ from cockpit.ops.events import (
 from cockpit.plan import plan_lane
 from cockpit.redact import shown
 from cockpit.telemetry.boot import BootPhase, BootState, advance
-from cockpit.telemetry.metrics import EngineMetrics, window
+from cockpit.telemetry.metrics import EngineMetrics, kv_pool_gib, window
 from cockpit.telemetry.nccl_log import TransportTracker
 from cockpit.tui.state.inputs import (
     EngineSampled,
@@ -58,7 +58,6 @@ NCCL_SEEN = 512
 OPS_KEPT = 12
 BENCH_POINTS = 64
 STALE_AFTER_S = 10.0
-_GIB = 1024.0**3
 _OPS_ON_NODES = {"launch", "stop", "sync", "switch"}
 _BOOT_DONE = (BootPhase.READY,)  # after a failure, a more decisive line may still come
 
@@ -168,7 +167,8 @@ class Store:
             eng.kv.append(m.kv_cache_usage)
         ttft = win.ttft if win else None
         boot = self._boot.get(key, BootState())  # the boot log: pool sizes /metrics may lack
-        pool_bytes = m.kv_cache_memory_bytes
+        recipe = self.inventory.recipes.get(item.lane)
+        pool_gib = kv_pool_gib(m, recipe.model.kv_bytes_per_token if recipe else None)
         eng.view = EngineView(
             lane_key=key,
             at=m.at,
@@ -176,7 +176,7 @@ class Store:
             waiting=m.requests_waiting,
             kv_usage=m.kv_cache_usage,
             pool_tokens=m.pool_tokens or boot.kv_pool_tokens,
-            pool_gib=pool_bytes / _GIB if pool_bytes else boot.kv_cache_gib,
+            pool_gib=pool_gib if pool_gib is not None else boot.kv_cache_gib,
             prefix_hit_rate=win.prefix_hit_rate if win else None,
             preemptions_total=m.preemptions,
             prompt_tps=win.prompt_tps if win else None,
