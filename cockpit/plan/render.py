@@ -114,8 +114,11 @@ class LanePlan:
 
 
 def recipe_hash(recipe: Recipe) -> str:
-    """A short stable hash of the recipe's content, recorded on containers and reports."""
-    canonical = json.dumps(recipe.model_dump(mode="json"), sort_keys=True)
+    """A short stable hash of the recipe's content, recorded on containers and reports.
+
+    Fields left at their defaults are not hashed: a new optional field in the schema must not
+    change the hash of every recipe (reports find their baseline by it)."""
+    canonical = json.dumps(recipe.model_dump(mode="json", exclude_defaults=True), sort_keys=True)
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
