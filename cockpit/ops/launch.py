@@ -17,11 +17,10 @@ from dataclasses import dataclass, replace
 
 from cockpit.config.models import Recipe
 from cockpit.errors import InputError
-from cockpit.ops.context import Emit, OpContext, Outcome
+from cockpit.ops.context import Emit, OpContext, OpLocks, Outcome
 from cockpit.ops.events import OpEvent
 from cockpit.ops.facts import FactsCollector
 from cockpit.ops.history import eta_seconds
-from cockpit.ops.locks import NodeLocks, new_record
 from cockpit.ops.preflight import preflight
 from cockpit.ops.readiness import base_url, probe
 from cockpit.ops.sync import survey, sync_core
@@ -374,17 +373,12 @@ async def launch(
         outcome.done("dry run: nothing changed")
         yield emit.end(outcome)
         return
-    locks = NodeLocks(ctx.pool, new_record("launch", recipe.name, ctx.lock_ttl_s))
-    yield emit.started("lock")
-    refused = await locks.acquire(plan.cluster.nodes)
-    for node, why in locks.broken:
-        yield emit.notice(why, node)
-    if refused:
-        yield emit.finished("lock", ok=False, detail=str(refused[0]))
-        outcome.refuse("; ".join(str(r) for r in refused))
+    locks = OpLocks(ctx, emit)
+    async for event in locks.acquire(plan.cluster.nodes, outcome):
+        yield event
+    if not outcome.ok:
         yield emit.end(outcome)
         return
-    yield emit.finished("lock")
     try:
         async for event in launch_core(
             ctx, emit, plan, outcome, sync_image=sync_image, boot_timeout_s=boot_timeout_s

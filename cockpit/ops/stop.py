@@ -13,9 +13,8 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 
 from cockpit.errors import InputError
-from cockpit.ops.context import Emit, OpContext, Outcome
+from cockpit.ops.context import Emit, OpContext, OpLocks, Outcome
 from cockpit.ops.events import OpEvent
-from cockpit.ops.locks import NodeLocks, new_record
 from cockpit.ssh import SshError
 from cockpit.status.probe import APPS_QUERY
 from cockpit.telemetry.docker_out import ContainerRow, parse_ps
@@ -141,10 +140,10 @@ async def stop(
         f"stop {', '.join(sorted(lanes)) or 'nothing'} on "
         f"{', '.join(sorted(targets)) or 'no node'}",
     )
-    locks = NodeLocks(ctx.pool, new_record("stop", lane or cluster or "", ctx.lock_ttl_s))
-    refused = await locks.acquire(targets)
-    if refused:
-        outcome.refuse("; ".join(str(r) for r in refused))
+    locks = OpLocks(ctx, emit)
+    async for event in locks.acquire(targets, outcome):
+        yield event
+    if not outcome.ok:
         yield emit.end(outcome)
         return
     try:

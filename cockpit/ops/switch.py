@@ -11,11 +11,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 from cockpit.config.models import Recipe
 from cockpit.errors import InputError
-from cockpit.ops.context import Emit, OpContext, Outcome
+from cockpit.ops.context import Emit, OpContext, OpLocks, Outcome
 from cockpit.ops.events import OpEvent, Planned
 from cockpit.ops.facts import FactsCollector
 from cockpit.ops.launch import launch_core
-from cockpit.ops.locks import NodeLocks, new_record
 from cockpit.ops.stop import stop_core, survey_lanes
 from cockpit.plan import plan_lane
 
@@ -66,15 +65,12 @@ async def switch(
         outcome.refuse("switch not confirmed: nothing changed")
         yield emit.end(outcome)
         return
-    locks = NodeLocks(ctx.pool, new_record("switch", recipe.name, ctx.lock_ttl_s))
-    yield emit.started("lock")
-    refused = await locks.acquire([*nodes, *targets])
-    if refused:
-        yield emit.finished("lock", ok=False, detail=str(refused[0]))
-        outcome.refuse("; ".join(str(r) for r in refused))
+    locks = OpLocks(ctx, emit)
+    async for event in locks.acquire([*nodes, *targets], outcome):
+        yield event
+    if not outcome.ok:
         yield emit.end(outcome)
         return
-    yield emit.finished("lock")
     try:
         if occupying:
             stopped = Outcome()

@@ -14,10 +14,9 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 
 from cockpit.config.models import Recipe
 from cockpit.errors import InputError
-from cockpit.ops.context import Emit, OpContext, Outcome
+from cockpit.ops.context import Emit, OpContext, OpLocks, Outcome
 from cockpit.ops.events import OpEvent
 from cockpit.ops.facts import FactsCollector, NodeFacts
-from cockpit.ops.locks import NodeLocks, new_record
 from cockpit.ops.sync_plan import SyncPlan, parse_hop_line, plan_sync, relay_command
 from cockpit.ssh import SshError
 from cockpit.telemetry.docker_out import parse_image_inspect
@@ -191,13 +190,13 @@ async def sync_image(
             yield event
         return
     unreachable = [n for n in cluster.nodes if not facts[n].reachable]
-    yield emit.planned((STEP,), plan.describe())
+    yield emit.planned(("lock", STEP), plan.describe())
     for node in unreachable:
         yield emit.notice(f"{node} is unreachable: {facts[node].unreachable}", node, error=True)
-    locks = NodeLocks(ctx.pool, new_record("sync", recipe.name, ctx.lock_ttl_s))
-    refused = await locks.acquire([plan.source, *plan.peers])
-    if refused:
-        outcome.refuse("; ".join(str(r) for r in refused))
+    locks = OpLocks(ctx, emit)
+    async for event in locks.acquire([plan.source, *plan.peers], outcome):
+        yield event
+    if not outcome.ok:
         yield emit.end(outcome)
         return
     try:

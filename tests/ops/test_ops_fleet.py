@@ -386,3 +386,26 @@ async def test_stop_reports_an_unreachable_node_and_stops_the_others(cockpit: Co
     assert any(isinstance(e, Notice) and e.node == "dgx2" and "unreachable" in e.message
                for e in events)  # fmt: skip
     assert containers(fleet, "dgx1") == [] and len(containers(fleet, "dgx2")) == 1
+
+
+async def test_every_operation_says_the_stale_lock_it_takes_over(cockpit: Cockpit) -> None:
+    """Issue 19: sync took stale locks over silently (launch warned); one path says it for all."""
+    image = cockpit.fleet.images("dgx1")[0]["Id"]
+    started = await cockpit.pool.run("dgx1", [
+        "docker", "run", "-d", "--name", "held-dgx1", "--label", f"cockpit.lane={QWEN}",
+        "--entrypoint", "sleep", image, "600",
+    ])  # fmt: skip
+    assert started.ok, started.stderr
+    operations = {
+        "sync": lambda: sync_image(cockpit.ctx, cockpit.recipe(QWEN), "2nodes-dac"),
+        "stop": lambda: stop(cockpit.ctx, lane=QWEN),
+    }
+    for name, operation in operations.items():
+        dead = LockRecord(
+            getpass.getuser(), socket.gethostname(), dead_pid(), "launch", time.time()
+        )
+        assert await NodeLocks(cockpit.pool, dead).acquire(["dgx1"]) == []
+        events = await run(operation())
+        assert finished(events).ok, finished(events).summary
+        said = [e.message for e in events if isinstance(e, Notice) and e.node == "dgx1"]
+        assert any("stale lock removed" in m and "is gone" in m for m in said), (name, said)
