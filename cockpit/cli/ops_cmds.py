@@ -132,6 +132,11 @@ def _exit(code: int) -> None:
 @click.option("--sync-image", is_flag=True, help="Sync the image to nodes that lack it first.")
 @click.option("--dry-run", is_flag=True, help="Print the plan and the rank commands only.")
 @click.option("--boot-timeout", type=float, default=None, help="Seconds before a boot fails.")
+@click.option("--stall-timeout", type=float, default=None,
+              help="Seconds without boot progress on any rank before the lane counts as hung "
+                   "(default 600).")  # fmt: skip
+@click.option("--ready-watch", type=float, default=None,
+              help="Seconds every rank must stay up after ready (default 3).")  # fmt: skip
 @click.pass_context
 def launch_cmd(
     ctx: click.Context,
@@ -140,23 +145,30 @@ def launch_cmd(
     sync_image: bool,
     dry_run: bool,
     boot_timeout: float | None,
+    stall_timeout: float | None,
+    ready_watch: float | None,
 ) -> None:
     """Preflight, start and follow a lane to ready (rolled back on failure)."""
     from cockpit.ops.launch import launch
 
     inventory = load_inventory(_inventory(ctx))
     chosen = inventory.recipe(recipe)
+    timing = _timing(boot_timeout, stall_timeout, ready_watch)
     _exit(
         asyncio.run(
             _run(
                 inventory,
-                lambda c: launch(
-                    c, chosen, cluster, sync_image=sync_image, dry_run=dry_run,
-                    boot_timeout_s=boot_timeout,
-                ),
+                lambda c: launch(c, chosen, cluster, sync_image=sync_image, dry_run=dry_run,
+                                 **timing),
             )
         )
     )  # fmt: skip
+
+
+def _timing(boot: float | None, stall: float | None, watch: float | None) -> dict[str, float]:
+    """The launch's timing options that were given (the operation's defaults for the rest)."""
+    given = {"boot_timeout_s": boot, "stall_timeout_s": stall, "ready_watch_s": watch}
+    return {k: v for k, v in given.items() if v is not None}
 
 
 @click.command("stop")

@@ -14,7 +14,7 @@ from cockpit.errors import InputError
 from cockpit.ops.context import Emit, OpContext, OpLocks, Outcome
 from cockpit.ops.events import OpEvent, Planned
 from cockpit.ops.facts import FactsCollector
-from cockpit.ops.launch import launch_core
+from cockpit.ops.launch import Timing, launch_core
 from cockpit.ops.stop import stop_core, survey_lanes
 from cockpit.plan import plan_lane
 
@@ -80,7 +80,7 @@ async def switch(
                 outcome.fail(f"could not stop the occupying lanes: {stopped.summary}")
         if outcome.ok:
             async for event in launch_core(
-                ctx, emit, plan, outcome, sync_image=True, boot_timeout_s=boot_timeout_s
+                ctx, emit, plan, outcome, sync_image=True, timing=Timing(boot_timeout_s)
             ):
                 yield event
         if not outcome.ok:
