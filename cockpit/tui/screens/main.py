@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, cast
@@ -263,6 +264,15 @@ class MainScreen(Screen[None]):
                 )
             )
         self.notify(f"{first.op} cancelled", severity="warning")
+
+    async def cancel_operations(self) -> None:
+        """Cancel every running operation and wait until each has rolled back (SIGTERM)."""
+        running = [w for w in self.workers if w.group == "ops" and w.is_running]
+        for worker in running:
+            worker.cancel()
+        for worker in running:
+            with contextlib.suppress(Exception):
+                await worker.wait()
 
     def action_cancel_op(self) -> None:
         running = [w for w in self.workers if w.group == "ops" and w.is_running]
