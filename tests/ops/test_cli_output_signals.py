@@ -142,3 +142,18 @@ def test_a_signal_mid_launch_leaves_no_container_and_no_lock(
     assert f"interrupted by {sig.name}" in out, out
     assert containers(fleet, "dgx1") == [] and containers(fleet, "dgx2") == [], out
     assert _locks(fleet) == [], out
+
+
+def test_sync_image_into_a_pipe_prints_its_progress(fleet: SimFleet, state_dir: Path) -> None:
+    """Issue 19: `sync-image` printed nothing for minutes when stdout was not a terminal."""
+    image = next(i for i in fleet.images("dgx1") if "vllm" in i.get("SimRepo", ""))
+    fleet.remove_image("dgx2", image["Id"])
+    proc = _cockpit(fleet, state_dir, "sync-image", "-r", QWEN, "-c", "2nodes-dac")
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out
+    lines = out.splitlines()
+    assert lines[0].startswith("sync: transfer dgx1 → dgx2"), out
+    assert "    dgx2 transfer: started" in lines, out
+    assert any(line.startswith("    dgx2 transfer: ") and "MiB" in line for line in lines), out
+    assert "    dgx2 transfer: ok image id verified, digest attached" in lines, out
+    assert lines[-1].startswith("done: synced 1 peer(s)") and "\x1b" not in out
