@@ -265,16 +265,31 @@ def sync_cmd(ctx: click.Context, recipe: str, cluster: str, source: str | None) 
 @click.option("--recipe", "-r", required=True)
 @click.option("--cluster", "-c", required=True)
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.option(
+    "--restore-on-failure",
+    is_flag=True,
+    help="If the new lane fails, launch the lane(s) that served before again.",
+)
 @click.option("--boot-timeout", type=float, default=None)
+@click.option("--stall-timeout", type=float, default=None)
+@click.option("--ready-watch", type=float, default=None)
 @click.pass_context
 def switch_cmd(
-    ctx: click.Context, recipe: str, cluster: str, yes: bool, boot_timeout: float | None
+    ctx: click.Context,
+    recipe: str,
+    cluster: str,
+    yes: bool,
+    restore_on_failure: bool,
+    boot_timeout: float | None,
+    stall_timeout: float | None,
+    ready_watch: float | None,
 ) -> None:
     """Stop what occupies the cluster, sync if needed, launch the lane (one confirmed plan)."""
     from cockpit.ops.switch import switch
 
     inventory = load_inventory(_inventory(ctx))
     chosen = inventory.recipe(recipe)
+    timing = _timing(boot_timeout, stall_timeout, ready_watch)
 
     async def confirm(planned: ev.Planned) -> bool:
         return yes or click.confirm("Run this plan?", default=False)
@@ -283,10 +298,11 @@ def switch_cmd(
         run_interruptible(
             _run(
                 inventory,
-                lambda c: switch(c, chosen, cluster, confirm=confirm, boot_timeout_s=boot_timeout),
+                lambda c: switch(c, chosen, cluster, confirm=confirm,
+                                 restore_on_failure=restore_on_failure, **timing),
             )
         )
-    )
+    )  # fmt: skip
 
 
 COMMANDS = [launch_cmd, stop_cmd, sync_cmd, switch_cmd]

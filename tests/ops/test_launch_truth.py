@@ -7,9 +7,12 @@ worker's weights crash blamed on its victim, a hung head reported as a passed bo
 
 from __future__ import annotations
 
-from cockpit.ops.events import Notice, OpEvent, StepStarted
+import httpx
+
+from cockpit.ops.events import Notice, OpEvent, Planned, StepFinished, StepStarted
 from cockpit.ops.launch import launch
-from tests.ops.conftest import BOOT_TIMEOUT, QWEN, Cockpit, containers, finished, run
+from cockpit.ops.switch import Served, restore, switch
+from tests.ops.conftest import BOOT_TIMEOUT, PINNED, QWEN, Cockpit, containers, finished, run
 
 FLASH_4X = "mimo26-flash-mopd-4x-sparkring"
 
@@ -84,3 +87,49 @@ async def test_a_hung_head_is_reported_as_hung_at_its_phase(cockpit: Cockpit) ->
     cause = errors(events)[0]
     assert cause.node == "dgx1" and "No available shared memory broadcast block" in cause.line
     assert no_containers(cockpit, ["dgx1", "dgx2"])
+
+
+async def test_a_failed_switch_restores_the_lane_that_served_before(cockpit: Cockpit) -> None:
+    """Issue 19: a switch whose launch failed left the cluster empty."""
+    first = finished(await run(launch(cockpit.ctx, cockpit.recipe(QWEN), "2nodes-dac",
+                                      boot_timeout_s=BOOT_TIMEOUT)))  # fmt: skip
+    assert first.ok, first.summary
+    cockpit.fleet.set_fault("dgx2", "weights_crash")  # the new lane dies on dgx2 ...
+    events: list[OpEvent] = []
+    async for event in switch(cockpit.ctx, cockpit.recipe(PINNED), "2nodes-dac",
+                              boot_timeout_s=BOOT_TIMEOUT, restore_on_failure=True):  # fmt: skip
+        events.append(event)
+        if isinstance(event, Notice) and event.message.startswith("restoring"):
+            cockpit.fleet.set_fault("dgx2", "weights_crash", on=False)  # ... the old one would not
+    end = finished(events)
+    assert end.exit_code == 1, end.summary
+    assert end.summary.startswith("rank 1 on dgx2 failed"), end.summary
+    assert end.summary.endswith(f"restored {QWEN} on 2nodes-dac: serving again"), end.summary
+    planned = events[0]
+    assert isinstance(planned, Planned) and f"if it fails: launch {QWEN} on 2nodes-dac again" in (
+        planned.summary
+    )
+    assert any(isinstance(e, StepFinished) and e.op == "restore" and e.step == "watch" and e.ok
+               for e in events)  # fmt: skip
+    lanes = {c["Config"]["Labels"]["cockpit.lane"] for n in ("dgx1", "dgx2")
+             for c in containers(cockpit.fleet, n)}  # fmt: skip
+    assert lanes == {QWEN}
+    async with httpx.AsyncClient() as client:
+        url = f"http://{cockpit.inventory.nodes['dgx1'].host}:{cockpit.inventory.serve_port}/health"
+        assert (await client.get(url)).status_code == 200
+
+
+async def test_restore_relaunches_what_a_failed_switch_replaced(cockpit: Cockpit) -> None:
+    """The TUI's `restore` operation: the lanes the switch recorded, launched again."""
+    first = finished(await run(launch(cockpit.ctx, cockpit.recipe(QWEN), "2nodes-dac",
+                                      boot_timeout_s=BOOT_TIMEOUT)))  # fmt: skip
+    assert first.ok, first.summary
+    cockpit.fleet.set_fault("dgx2", "weights_crash")
+    previous: list[Served] = []
+    failed = finished(await run(switch(cockpit.ctx, cockpit.recipe(PINNED), "2nodes-dac",
+                                       boot_timeout_s=BOOT_TIMEOUT, previous=previous)))  # fmt: skip
+    assert failed.exit_code == 1 and "running now: nothing" in failed.summary
+    assert previous == [Served(QWEN, "2nodes-dac")]
+    cockpit.fleet.set_fault("dgx2", "weights_crash", on=False)
+    back = finished(await run(restore(cockpit.ctx, previous, boot_timeout_s=BOOT_TIMEOUT)))
+    assert back.ok and back.summary == f"restored {QWEN} on 2nodes-dac: serving again", back.summary
