@@ -76,7 +76,11 @@ def status(ctx: click.Context, cluster: str | None, watch: bool, fmt: str) -> No
     inventory = load_inventory((ctx.obj or {}).get("inventory"))
     nodes = _nodes(inventory, cluster)
     recipes = [r for r in inventory.recipes.values() if not cluster or cluster in r.lane.clusters]
-    wanted = wanted_images(recipes)
+    placements = {
+        r.name: tuple((c, tuple(inventory.cluster(c).nodes)) for c in r.lane.clusters)
+        for r in recipes
+    }
+    wanted = wanted_images(recipes, placements)
     try:
         result = asyncio.run(_collect(inventory, nodes, wanted, watch, fmt))
     except KeyboardInterrupt:
@@ -85,7 +89,7 @@ def status(ctx: click.Context, cluster: str | None, watch: bool, fmt: str) -> No
         click.echo(json.dumps(status_json(result), indent=2))
     else:
         console.print(status_renderable(result))
-    healthy = all(row.health is Health.OK for row in result.rows)
+    healthy = all(row.health is Health.OK for row in result.rows) and not result.problems
     ctx.exit(EXIT_OK if healthy else EXIT_FAILED)
 
 

@@ -289,7 +289,7 @@ async def launch_core(
         plan, facts, production_clusters=ctx.production_clusters, will_sync=sync_image,
         master_port=master_port,
     )  # fmt: skip
-    if not failures and any(not f.has_digest for f in facts.values()):
+    if not failures and any(f.reachable and not f.holds_pinned for f in facts.values()):
         yield emit.finished("preflight", detail="image missing on some nodes: syncing first")
         try:
             sync_plan, _ = await survey(ctx, recipe, cluster.nodes, None, facts)

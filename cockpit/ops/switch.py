@@ -118,7 +118,7 @@ async def switch(
         previous[:] = before
     collector = FactsCollector(ctx.pool, recipe, ctx.inventory.model_cache_of(plan.cluster))
     facts = await collector.collect(nodes)
-    missing = [n for n, f in facts.items() if f.reachable and not f.has_digest]
+    missing = [n for n, f in facts.items() if f.reachable and not f.holds_pinned]
     if recipe.name in running_here and not occupying:
         yield emit.planned((), f"{recipe.name} already runs on {cluster_name}")
         outcome.done(f"nothing to switch: {recipe.name} already runs on {cluster_name}")

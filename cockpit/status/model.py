@@ -26,16 +26,28 @@ class Health(StrEnum):
 
 @dataclass(frozen=True)
 class WantedImage:
-    """A recipe image the fleet should hold: by digest (for `docker run`) and by id."""
+    """A recipe image the fleet should hold: by digest (for `docker run`) and by id; `placements`
+    are (recipe, cluster, its nodes) of the recipes using it: where a sync repairs a node."""
 
     ref: str
     image_id: str
     recipes: tuple[str, ...]
+    placements: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+
+    def sync_fix(self, node: str) -> str:
+        """The command that repairs this image on `node` (a lane placed on that node first)."""
+        fallback = (self.recipes[0], "CLUSTER", ())
+        recipe, cluster, _ = next(
+            (p for p in self.placements if node in p[2]),
+            self.placements[0] if self.placements else fallback,
+        )
+        return f"cockpit sync-image --recipe {recipe} --cluster {cluster}"
 
 
 class Presence(StrEnum):
     DIGEST = "digest"  # present with its RepoDigest: `docker run repo@sha256:…` works
     ID_ONLY = "id-only"  # loaded without digest (docker save|load): run by digest fails
+    WRONG_ID = "wrong-id"  # the digest resolves to an image whose id is not the recipe's pin
     ABSENT = "absent"
     UNKNOWN = "unknown"  # no image inventory from the node yet
 
@@ -132,8 +144,10 @@ def node_row(
 def presence(facts: NodeFacts, image: WantedImage) -> Presence:
     if facts.images is None:
         return Presence.UNKNOWN
-    if image_with_digest(facts.images, image.ref) is not None:
-        return Presence.DIGEST
+    found = image_with_digest(facts.images, image.ref)
+    if found is not None:
+        pinned = not image.image_id or image_with_id([found], image.image_id) is not None
+        return Presence.DIGEST if pinned else Presence.WRONG_ID
     if image.image_id and image_with_id(facts.images, image.image_id) is not None:
         return Presence.ID_ONLY
     return Presence.ABSENT
@@ -153,13 +167,37 @@ class _ImageLike(Protocol):
     def image_id(self) -> str: ...
 
 
-def wanted_images(recipes: Iterable[_RecipeLike]) -> list[WantedImage]:
+Placements = Mapping[str, tuple[tuple[str, tuple[str, ...]], ...]]
+"""recipe name → its clusters (in the recipe's order) with their nodes."""
+
+
+def wanted_images(
+    recipes: Iterable[_RecipeLike], placements: Placements | None = None
+) -> list[WantedImage]:
     """The distinct recipe images, each with the recipes that use it (inventory order)."""
     by_ref: dict[str, tuple[str, list[str]]] = {}
     for recipe in recipes:
         _, names = by_ref.setdefault(recipe.image.ref, (recipe.image.image_id, []))
         names.append(recipe.name)
-    return [WantedImage(ref, image_id, tuple(names)) for ref, (image_id, names) in by_ref.items()]
+    where = placements or {}
+    return [
+        WantedImage(
+            ref,
+            image_id,
+            tuple(names),
+            tuple((n, c, nodes) for n in names for c, nodes in where.get(n, ())),
+        )
+        for ref, (image_id, names) in by_ref.items()
+    ]
+
+
+@dataclass(frozen=True)
+class StatusProblem:
+    """Something wrong on a node that the operator can fix, with the command that fixes it."""
+
+    node: str
+    message: str
+    fix: str
 
 
 @dataclass(frozen=True)
@@ -167,6 +205,21 @@ class FleetStatus:
     rows: tuple[NodeRow, ...]
     images: tuple[ImageRow, ...]
     at: float  # wall time of the snapshot
+    problems: tuple[StatusProblem, ...] = ()
+
+
+def image_problems(rows: Iterable[ImageRow]) -> list[StatusProblem]:
+    """Every node whose recipe digest resolves to another image than the pinned id."""
+    return [
+        StatusProblem(
+            node,
+            f"{row.image.ref} resolves to another image than the pinned id {row.image.image_id}",
+            row.image.sync_fix(node),
+        )
+        for row in rows
+        for node, seen in row.presence.items()
+        if seen is Presence.WRONG_ID
+    ]
 
 
 def fleet_status(
@@ -186,4 +239,4 @@ def fleet_status(
         ImageRow(image, {node: presence(facts.get(node, empty), image) for node in links})
         for image in wanted
     )
-    return FleetStatus(rows, images, now)
+    return FleetStatus(rows, images, now, tuple(image_problems(images)))

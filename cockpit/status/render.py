@@ -21,12 +21,13 @@ _HEALTH_STYLE = {
 _PRESENCE = {
     Presence.DIGEST: ("✓", "green"),
     Presence.ID_ONLY: ("id", "yellow"),
+    Presence.WRONG_ID: ("✗ id", "bold red"),
     Presence.ABSENT: ("—", "red"),
     Presence.UNKNOWN: ("?", "dim"),
 }
 IMAGES_LEGEND = (
     "✓ present with its digest · id: loaded without digest (run by digest fails) · "
-    "— absent · ? not known yet"
+    "✗ id: the digest names another image than the pinned id · — absent · ? not known yet"
 )
 UNIFIED_NOTE = "* unified memory: from /proc/meminfo, as nvidia-smi reads [N/A]"
 MIB_PER_GIB = 1024.0
@@ -55,6 +56,10 @@ def problems(status: FleetStatus) -> Text:
         for reason in reasons:
             text.append(f"{row.node}: ", style="bold")
             text.append(f"{reason}\n", style=_HEALTH_STYLE[row.health])
+    for problem in status.problems:
+        text.append(f"{problem.node}: ", style="bold")
+        text.append(f"{problem.message}\n", style="red")
+        text.append(f"  fix: {problem.fix}\n")
     text.rstrip()
     return text
 
@@ -164,4 +169,5 @@ def status_json(status: FleetStatus) -> dict[str, Any]:
             {**_plain(dataclasses.asdict(r.image)), "presence": _plain(dict(r.presence))}
             for r in status.images
         ],
+        "problems": [_plain(dataclasses.asdict(p)) for p in status.problems],
     }
