@@ -18,7 +18,7 @@ from cockpit.ops.events import (
     StepStarted,
 )
 from cockpit.ops.history import BootHistory
-from cockpit.ops.locks import LOCK_TTL_S, NodeLocks, new_record
+from cockpit.ops.locks import LOCK_TTL_S, LockRecord, NodeLocks, new_record
 from cockpit.ssh import SshPool
 
 
@@ -126,6 +126,11 @@ class OpLocks:
             outcome.refuse("; ".join(str(r) for r in refused))
         else:
             yield self.emit.finished("lock")
+
+    @property
+    def record(self) -> LockRecord:
+        """This operation's lock record (a launch names its token in its lane markers)."""
+        return self.locks.record
 
     async def release(self) -> None:
         await self.locks.release()

@@ -20,6 +20,13 @@ from cockpit.ops.context import Emit, OpContext, OpLocks, Outcome
 from cockpit.ops.events import OpEvent
 from cockpit.ops.facts import FactsCollector
 from cockpit.ops.history import eta_seconds
+from cockpit.ops.locks import LockRecord
+from cockpit.ops.ownership import (
+    LaneMarker,
+    new_marker,
+    remove_markers_command,
+    write_marker_command,
+)
 from cockpit.ops.preflight import preflight
 from cockpit.ops.ranks import RankView, blame, docker_time, last_progress, stalled
 from cockpit.ops.readiness import base_url, health, probe
@@ -108,11 +115,14 @@ async def _inspect(ctx: OpContext, rank: RankView) -> None:
 
 
 async def remove_ranks(ctx: OpContext, plan: LanePlan) -> list[str]:
-    """`docker rm -f` every rank of the lane; returns the nodes where that could not be done."""
+    """`docker rm -f` every rank of the lane and its lane markers; returns the nodes where that
+    could not be done."""
+    lane = plan.recipe.name
 
     async def one(rank: RankCommand) -> str | None:
         try:
             await ctx.pool.run(rank.node, ["docker", "rm", "-f", "--", rank.container], timeout=60)
+            await ctx.pool.run(rank.node, remove_markers_command(rank.node, [lane]), timeout=30)
         except SshError as exc:
             return f"{rank.node} ({exc.reason})"
         return None
@@ -276,6 +286,7 @@ async def launch_core(
     plan: LanePlan,
     outcome: Outcome,
     *,
+    owner: LockRecord,
     sync_image: bool = False,
     timing: Timing | None = None,
 ) -> AsyncIterator[OpEvent]:
@@ -327,7 +338,7 @@ async def launch_core(
         for row in f.containers
     ):
         await remove_ranks(ctx, plan)
-    started = _start_and_boot(ctx, emit, plan, outcome, timing or Timing())
+    started = _start_and_boot(ctx, emit, plan, outcome, timing or Timing(), owner)
     try:
         async for event in started:
             yield event
@@ -340,11 +351,37 @@ async def launch_core(
         yield emit.info(f"rolled back: every rank of {recipe.name} removed")
 
 
+async def _mark(ctx: OpContext, markers: list[LaneMarker]) -> list[str]:
+    """Write the lane markers on their nodes; returns the problems ("node: why")."""
+
+    async def one(marker: LaneMarker) -> str | None:
+        try:
+            result = await ctx.pool.run(marker.node, write_marker_command(marker), timeout=30)
+        except SshError as exc:
+            return f"{marker.node}: {exc.reason}"
+        return None if result.ok else f"{marker.node}: {result.stderr.strip() or 'write failed'}"
+
+    return [p for p in await asyncio.gather(*(one(m) for m in markers)) if p]
+
+
 async def _start_and_boot(
-    ctx: OpContext, emit: Emit, plan: LanePlan, outcome: Outcome, timing: Timing
+    ctx: OpContext,
+    emit: Emit,
+    plan: LanePlan,
+    outcome: Outcome,
+    timing: Timing,
+    owner: LockRecord,
 ) -> AsyncIterator[OpEvent]:
-    """Start the ranks workers-first, then follow the boot; sets `outcome`."""
+    """Record the launch on the nodes (lane markers), start the ranks workers-first, follow the
+    boot, mark the lane ready; sets `outcome`."""
     outcome.fail("launch interrupted")  # until the boot says otherwise
+    markers = [new_marker(plan.recipe.name, plan.cluster.name, r.node, owner) for r in plan.ranks]
+    problems = await _mark(ctx, markers)
+    if problems:
+        yield emit.notice(f"could not record the launch on the nodes: {'; '.join(problems)}",
+                          error=True)  # fmt: skip
+        outcome.fail(f"could not record the launch on {problems[0]}")
+        return
     for rank in plan.launch_order:
         yield emit.started("start", rank.node)
         try:
@@ -363,6 +400,10 @@ async def _start_and_boot(
         yield emit.finished("start", rank.node, detail=result.stdout.strip()[:12])
     async for event in _boot(ctx, emit, plan, outcome, timing):
         yield event
+    if outcome.ok:
+        problems = await _mark(ctx, [m.ready() for m in markers])
+        for problem in problems:  # the lane serves: a marker that stays "launching" is a warning
+            yield emit.notice(f"could not mark the lane ready on {problem}")
 
 
 def with_resolved_image(plan: LanePlan, refs: set[str]) -> LanePlan:
@@ -427,7 +468,7 @@ async def launch(
         return
     try:
         async for event in launch_core(
-            ctx, emit, plan, outcome, sync_image=sync_image, timing=timing
+            ctx, emit, plan, outcome, owner=locks.record, sync_image=sync_image, timing=timing
         ):
             yield event
     finally:

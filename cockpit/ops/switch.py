@@ -20,6 +20,7 @@ from cockpit.ops.context import Emit, OpContext, OpLocks, Outcome
 from cockpit.ops.events import OpEvent, Planned
 from cockpit.ops.facts import FactsCollector
 from cockpit.ops.launch import READY_WATCH_S, STALL_TIMEOUT_S, Timing, launch_core
+from cockpit.ops.locks import LockRecord
 from cockpit.ops.stop import LaneSurvey, stop_core, survey_lanes
 from cockpit.plan import LanePlan, plan_lane
 
@@ -63,7 +64,11 @@ def _plans(ctx: OpContext, lanes: Sequence[Served]) -> list[LanePlan]:
 
 
 async def restore_core(
-    ctx: OpContext, plans: Sequence[LanePlan], outcome: Outcome, timing: Timing
+    ctx: OpContext,
+    plans: Sequence[LanePlan],
+    outcome: Outcome,
+    timing: Timing,
+    owner: LockRecord,
 ) -> AsyncIterator[OpEvent]:
     """Launch each lane again on its own cluster (its own preflight and readiness check), the
     caller holding the locks; sets `outcome` (done only when every lane serves again)."""
@@ -72,7 +77,7 @@ async def restore_core(
         emit = Emit("restore", plan.recipe.name, plan.cluster.name)
         yield emit.info(f"restoring {plan.recipe.name} on {plan.cluster.name}")
         again = Outcome()
-        async for event in launch_core(ctx, emit, plan, again, timing=timing):
+        async for event in launch_core(ctx, emit, plan, again, owner=owner, timing=timing):
             yield event
         name = f"{plan.recipe.name} on {plan.cluster.name}"
         if again.ok:
@@ -157,12 +162,12 @@ async def switch(
                 outcome.fail(f"could not stop the occupying lanes: {stopped.summary}")
         if outcome.ok:
             async for event in launch_core(
-                ctx, emit, plan, outcome, sync_image=True, timing=timing
+                ctx, emit, plan, outcome, owner=locks.record, sync_image=True, timing=timing
             ):
                 yield event
         if not outcome.ok and restoring and stopped.ok:
             restored = Outcome()
-            async for event in restore_core(ctx, restoring, restored, timing):
+            async for event in restore_core(ctx, restoring, restored, timing, locks.record):
                 yield event
             yield emit.notice(f"switch failed; {restored.summary}", error=not restored.ok)
             outcome.fail(f"{outcome.summary} — {restored.summary}")
@@ -213,7 +218,7 @@ async def restore(
         return
     try:
         timing = Timing(boot_timeout_s, stall_timeout_s, ready_watch_s)
-        async for event in restore_core(ctx, plans, outcome, timing):
+        async for event in restore_core(ctx, plans, outcome, timing, locks.record):
             yield event
     finally:
         await asyncio.shield(locks.release())
