@@ -7,13 +7,14 @@ No I/O here: link states, facts and the clock come in as values, so every health
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
+from cockpit.ops.ownership import Alive, holder_check, orphan_reason, parse_ownership, stop_fix
 from cockpit.ssh.state import Link, NodeState
 from cockpit.status.probe import NodeFacts
-from cockpit.telemetry.docker_out import image_with_digest, image_with_id, lane_of
+from cockpit.telemetry.docker_out import ContainerRow, image_with_digest, image_with_id, lane_of
 from cockpit.telemetry.gpu import MemoryView, node_memory_view
 
 
@@ -58,6 +59,7 @@ class ContainerView:
     image: str
     status: str
     lane: str | None
+    orphaned: str | None = None  # why no cockpit looks after it (`cockpit.ops.ownership`)
 
 
 @dataclass(frozen=True)
@@ -105,24 +107,36 @@ def _health(
     return Health.OK, ""
 
 
+def _orphaned(node: str, facts: NodeFacts, lane: str | None, gone: Alive) -> str | None:
+    if lane is None or facts.ownership is None:
+        return None  # not a lane's, or the node's records are not known yet
+    return orphan_reason(lane, parse_ownership(node, facts.ownership), gone)
+
+
+def _container(node: str, facts: NodeFacts, row: ContainerRow, gone: Alive) -> ContainerView:
+    label = lane_of(row.labels)
+    lane = label.lane if label else None
+    orphaned = _orphaned(node, facts, lane, gone)
+    return ContainerView(row.names, row.image, row.status or row.state or "", lane, orphaned)
+
+
 def node_row(
-    node: str, link: NodeState, facts: NodeFacts, now: float, stale_after: float
+    node: str,
+    link: NodeState,
+    facts: NodeFacts,
+    now: float,
+    stale_after: float,
+    gone: Alive | None = None,
 ) -> NodeRow:
-    """One node's row; values are the last known ones even when STALE or DOWN."""
+    """One node's row; values are the last known ones even when STALE or DOWN. `gone` says
+    whether a lock's holder is gone (default: only by its TTL)."""
     health, detail = _health(link, facts, now, stale_after)
     gpu = facts.gpus[min(facts.gpus)] if facts.gpus else None
+    check = gone or holder_check(now, "", lambda _pid: True)
     containers = (
         None
         if facts.containers is None
-        else tuple(
-            ContainerView(
-                c.names,
-                c.image,
-                c.status or c.state or "",
-                lane.lane if (lane := lane_of(c.labels)) else None,
-            )
-            for c in facts.containers
-        )
+        else tuple(_container(node, facts, c, check) for c in facts.containers)
     )
     return NodeRow(
         node=node,
@@ -206,6 +220,26 @@ class FleetStatus:
     images: tuple[ImageRow, ...]
     at: float  # wall time of the snapshot
     problems: tuple[StatusProblem, ...] = ()
+    unknown: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # node → facts not in yet
+
+    @property
+    def complete(self) -> bool:
+        """Every node that is not DOWN sent (or failed) every kind of fact."""
+        return not self.unknown
+
+
+def orphan_problems(rows: Iterable[NodeRow]) -> list[StatusProblem]:
+    """One problem per orphaned lane on a node, with the command that stops it."""
+    out = []
+    for row in rows:
+        orphans: dict[str, tuple[str, list[str]]] = {}
+        for c in row.containers or ():
+            if c.orphaned and c.lane:
+                orphans.setdefault(c.lane, (c.orphaned, []))[1].append(c.name)
+        for lane, (why, names) in orphans.items():
+            message = f"{', '.join(names)} of lane {lane} orphaned: {why}"
+            out.append(StatusProblem(row.node, message, stop_fix(lane)))
+    return out
 
 
 def image_problems(rows: Iterable[ImageRow]) -> list[StatusProblem]:
@@ -228,15 +262,23 @@ def fleet_status(
     wanted: Sequence[WantedImage],
     now: float,
     stale_after: float = 5.0,
+    gone: Alive | None = None,
 ) -> FleetStatus:
     """The whole status for the nodes of `links` (in their order)."""
     empty = NodeFacts()
     rows = tuple(
-        node_row(node, link, facts.get(node, empty), now, stale_after)
+        node_row(node, link, facts.get(node, empty), now, stale_after, gone)
         for node, link in links.items()
     )
     images = tuple(
         ImageRow(image, {node: presence(facts.get(node, empty), image) for node in links})
         for image in wanted
     )
-    return FleetStatus(rows, images, now, tuple(image_problems(images)))
+    down = {row.node for row in rows if row.health is Health.DOWN}
+    unknown = {
+        node: missing
+        for node in links
+        if node not in down and (missing := facts.get(node, empty).unknown())
+    }
+    problems = (*orphan_problems(rows), *image_problems(images))
+    return FleetStatus(rows, images, now, problems, unknown)

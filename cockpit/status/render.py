@@ -31,6 +31,7 @@ IMAGES_LEGEND = (
 )
 UNIFIED_NOTE = "* unified memory: from /proc/meminfo, as nvidia-smi reads [N/A]"
 MIB_PER_GIB = 1024.0
+_KIND_NAMES = {"gpu": "GPU", "mem": "memory", "ps": "containers", "img": "images"}
 
 
 def _num(value: float | None, unit: str = "", digits: int = 0) -> str:
@@ -56,6 +57,10 @@ def problems(status: FleetStatus) -> Text:
         for reason in reasons:
             text.append(f"{row.node}: ", style="bold")
             text.append(f"{reason}\n", style=_HEALTH_STYLE[row.health])
+    for node, kinds in status.unknown.items():
+        text.append(f"{node}: ", style="bold")
+        text.append(f"still unknown: {', '.join(_KIND_NAMES.get(k, k) for k in kinds)}\n",
+                    style="yellow")  # fmt: skip
     for problem in status.problems:
         text.append(f"{problem.node}: ", style="bold")
         text.append(f"{problem.message}\n", style="red")
@@ -81,7 +86,10 @@ def _containers(row: NodeRow) -> str:
         return "?"
     if not row.containers:
         return "none"
-    return "\n".join(f"{c.name} [{c.lane}]" if c.lane else c.name for c in row.containers)
+    return "\n".join(
+        (f"{c.name} [{c.lane}]" if c.lane else c.name) + (" ORPHANED" if c.orphaned else "")
+        for c in row.containers
+    )
 
 
 def nodes_table(status: FleetStatus) -> Table:
@@ -170,4 +178,6 @@ def status_json(status: FleetStatus) -> dict[str, Any]:
             for r in status.images
         ],
         "problems": [_plain(dataclasses.asdict(p)) for p in status.problems],
+        "complete": status.complete,
+        "unknown": {node: list(kinds) for node, kinds in status.unknown.items()},
     }

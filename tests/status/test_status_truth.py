@@ -4,7 +4,12 @@ and the sync it names as the fix repairs a node whose digest points to a wrong i
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 from collections.abc import Callable
+from pathlib import Path
 
 from cockpit.sim.fleet import SimFleet
 from tests.cli_runner import run_cockpit
@@ -40,3 +45,49 @@ def test_a_corrupted_image_is_shown_with_its_fix_and_the_fix_repairs_it(
     code, status = _status(fleet)
     spark = next(i for i in status["images"] if i["ref"].startswith(SPARKRING))
     assert spark["presence"]["dgx6"] == "digest" and status["problems"] == [], status["problems"]
+
+
+QWEN = "qwen3-0.6b-2x"
+
+
+def _containers(fleet: SimFleet, node: str) -> list[dict]:
+    return json.loads((fleet.node_dir(node) / "containers.json").read_text())
+
+
+def test_a_launch_killed_mid_boot_leaves_orphans_that_status_names_with_the_stop(
+    fleet_factory: Callable[..., SimFleet], tmp_path: Path
+) -> None:
+    """Issue 19: a cockpit killed mid-launch left containers with no owner, and nothing said so."""
+    fleet = fleet_factory(2)
+    env = {"COCKPIT_STATE_DIR": str(tmp_path / "state")}
+    fleet.set_fault("dgx1", "hang_after_start")  # the launch waits on its head until killed
+    launching = subprocess.Popen(
+        [sys.executable, "-m", "cockpit", "--inventory", str(fleet.inventory_dir),
+         "launch", "-r", QWEN, "-c", "2nodes-dac"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **env},
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not _containers(fleet, "dgx1"):
+        assert launching.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    launching.kill()  # SIGKILL: no rollback, no lock released
+    launching.wait()
+    code, status = _status(fleet)
+    assert code == 1
+    for node in status["nodes"]:
+        (container,) = node["containers"]
+        assert container["lane"] == QWEN and "never reached ready" in container["orphaned"], node
+    fixes = {(p["node"], p["fix"]) for p in status["problems"]}
+    assert fixes == {(n, f"cockpit stop --lane {QWEN}") for n in ("dgx1", "dgx2")}
+    table = run_cockpit("--inventory", fleet.inventory_dir, "status")
+    assert "ORPHANED" in table.stdout and f"fix: cockpit stop --lane {QWEN}" in table.stdout
+    stopped = run_cockpit("--inventory", fleet.inventory_dir, "stop", "--lane", QWEN, env=env)
+    assert stopped.returncode == 0, stopped.stdout
+    assert "stale lock removed" in stopped.stdout  # the killed launch's locks, taken over aloud
+    fleet.set_fault("dgx1", "hang_after_start", on=False)
+    up = run_cockpit("--inventory", fleet.inventory_dir, "launch", "-r", QWEN, "-c", "2nodes-dac",
+                     env=env)  # fmt: skip
+    assert up.returncode == 0, up.stdout
+    code, status = _status(fleet)
+    assert status["problems"] == [] and code == 0, status["problems"]
+    assert all(c["orphaned"] is None for n in status["nodes"] for c in n["containers"])
