@@ -60,9 +60,10 @@ def nccl_failure(text: str) -> str | None:
     if "NCCL WARN" not in text and "NCCL ERROR" not in text:
         return None
     event = parse_nccl_event(text)
-    if isinstance(event, NcclWarning) and event.kind in _DECISIVE_NCCL:
-        return text.strip()
-    return None
+    if not isinstance(event, NcclWarning) or event.kind not in _DECISIVE_NCCL:
+        return None
+    # NCCL retries some connects itself ("… Connection refused, retrying"): not the end yet
+    return None if "retrying" in event.text.lower() else text.strip()
 
 
 def _progress(state: BootState, nccl_done: bool) -> tuple[object, ...]:

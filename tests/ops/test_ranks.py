@@ -36,6 +36,9 @@ def test_only_warnings_that_end_ncc_setup_are_decisive() -> None:
     assert nccl_failure(WARN) == WARN
     assert nccl_failure("dgx7:1:1 [0] NCCL WARN NCCL_SOCKET_IFNAME set but not found") is None
     assert nccl_failure("dgx7:1:1 [0] NCCL INFO Call to ibv_modify_qp") is None
+    retry = "dgx7:1:1 [0] misc/socket.cc:484 NCCL WARN Call to connect returned Connection refused"
+    assert nccl_failure(retry) == retry
+    assert nccl_failure(retry + ", retrying") is None
 
 
 def test_the_earliest_failure_is_the_cause_whatever_arrived_first() -> None:
