@@ -160,16 +160,25 @@ async def _failure(
     yield emit.finished("boot", ok=False, detail=short)
 
 
-def _stall(emit: Emit, ranks: list[RankView], head_serving: bool, timing: Timing,
-           problem: str, outcome: Outcome) -> list[OpEvent]:  # fmt: skip
+def _stall(
+    emit: Emit,
+    ranks: list[RankView],
+    head_serving: bool,
+    timing: Timing,
+    problem: str,
+    outcome: Outcome,
+) -> list[OpEvent]:
+    """No progress for the stall timeout: the rank the lane waits on is hung at its phase."""
     rank = stalled(ranks, head_serving)
     phase = rank.state.phase.value
     why = f" ({problem})" if head_serving and rank.rank == 0 else ""
     message = f"{rank.who} hung at {phase}: no progress for {timing.stall_timeout_s:.0f} s{why}"
     outcome.fail(message)
     line = rank.state.hang_hint or (rank.tail[-1] if rank.tail else "(no log output)")
-    return [emit.notice(message, rank.node, line, error=True),
-            emit.finished("boot", ok=False, detail=message)]  # fmt: skip
+    return [
+        emit.notice(message, rank.node, line, error=True),
+        emit.finished("boot", ok=False, detail=message),
+    ]
 
 
 async def _boot(
