@@ -135,6 +135,7 @@ def test_a_signal_mid_launch_leaves_no_container_and_no_lock(
     while not containers(fleet, "dgx1"):  # the head starts last: every rank is up
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0]
         time.sleep(0.05)
+    time.sleep(0.5)  # mid-boot: the launch follows the ranks' logs
     assert _locks(fleet), "the launch holds its locks on the nodes"
     proc.send_signal(sig)
     out, _ = proc.communicate(timeout=60)

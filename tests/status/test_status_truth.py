@@ -54,6 +54,10 @@ def _containers(fleet: SimFleet, node: str) -> list[dict]:
     return json.loads((fleet.node_dir(node) / "containers.json").read_text())
 
 
+def _running(fleet: SimFleet, node: str) -> bool:
+    return any(c["State"].get("Running") for c in _containers(fleet, node))
+
+
 def test_a_launch_killed_mid_boot_leaves_orphans_that_status_names_with_the_stop(
     fleet_factory: Callable[..., SimFleet], tmp_path: Path
 ) -> None:
@@ -67,14 +71,16 @@ def test_a_launch_killed_mid_boot_leaves_orphans_that_status_names_with_the_stop
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **env},
     )  # fmt: skip
     deadline = time.monotonic() + 60
-    while not _containers(fleet, "dgx1"):
+    while not all(_running(fleet, n) for n in ("dgx1", "dgx2")):  # the head starts last
         assert launching.poll() is None and time.monotonic() < deadline
         time.sleep(0.05)
+    time.sleep(0.5)  # mid-boot: the launch follows the ranks' logs
     launching.kill()  # SIGKILL: no rollback, no lock released
     launching.wait()
     code, status = _status(fleet)
     assert code == 1
     for node in status["nodes"]:
+        assert node["containers"] is not None, (node, status["unknown"])
         (container,) = node["containers"]
         assert container["lane"] == QWEN and "never reached ready" in container["orphaned"], node
     fixes = {(p["node"], p["fix"]) for p in status["problems"]}
