@@ -40,6 +40,7 @@ from cockpit.bench.tokenizer import lane_tokenizer, snapshot_dir
 from cockpit.config import Inventory, load_inventory
 from cockpit.errors import EXIT_FAILED, InputError
 from cockpit.ops.events import OpEvent
+from cockpit.ops.interrupt import run_interruptible
 from cockpit.plan import LanePlan, plan_lane
 from cockpit.ssh.inventory import pool_for
 
@@ -278,7 +279,7 @@ def bench_cmd(
 
             return await _watch(bench(lane_req, source=source, local_url=local_url), table)
 
-    last = asyncio.run(run())
+    last = run_interruptible(run())  # SIGTERM/SIGHUP cancel the sweep as Ctrl-C does
     for result in table.results.values():
         for flag in result.flags:
             console.print(f"[red]{escape(result.spec.label)}[/red]: {escape(flag.message)}")

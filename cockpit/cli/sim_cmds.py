@@ -170,6 +170,16 @@ def corrupt_snapshot(node: str, repo: str, root: Path | None) -> None:
     console.print(f"{node}: altered {path}")
 
 
+@sim.command("corrupt-image")
+@click.argument("node")
+@click.option("--repo", default=None, help="The image's repository (default: the first by digest).")
+@dir_option
+def corrupt_image(node: str, repo: str | None, root: Path | None) -> None:
+    """Make NODE's image held by digest another image (same digest, another id)."""
+    wrong = SimFleet.attach(_root(root)).corrupt_image(node, repo)
+    console.print(f"{node}: its digest now resolves to {wrong[:19]}")
+
+
 @sim.command()
 @click.argument("node")
 @click.argument("fault")

@@ -53,3 +53,13 @@ async def probe(url: str, model: str) -> str | None:
     except (httpx.HTTPError, ValueError, SshError) as exc:
         return f"{type(exc).__name__}: {exc}"
     return None
+
+
+async def health(url: str) -> str | None:
+    """None when `/health` answers 200; else why not (a head that died after ready)."""
+    try:
+        async with httpx.AsyncClient(base_url=url, timeout=PROBE_TIMEOUT_S) as client:
+            answer = await client.get("/health")
+    except httpx.HTTPError as exc:
+        return f"/health: {type(exc).__name__}: {exc}"
+    return None if answer.status_code == 200 else f"/health answered {answer.status_code}"

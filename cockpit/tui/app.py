@@ -125,6 +125,15 @@ class CockpitApp(App[None]):
             if main is not None:
                 main.reveal()
 
+    async def terminate(self, signum: int) -> None:
+        """SIGTERM/SIGHUP: the running operations are cancelled (each rolls back), then the app
+        exits with 128 + the signal's number."""
+        main = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
+        if main is not None:
+            self.notify("signal received: rolling back the running operations", severity="warning")
+            await main.cancel_operations()
+        self.exit(return_code=128 + signum)
+
     def cycle_theme(self) -> str:
         """Next cockpit theme; the choice is saved to the user's `tui.toml`."""
         names = self.cockpit_themes or [self.theme]

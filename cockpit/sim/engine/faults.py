@@ -15,6 +15,8 @@ Fault names (each prints what the real failure prints, then behaves like it):
   "No available shared memory broadcast block found" hint and the GPU shows 100 % at low power.
 - `exit_traceback`: once serving, the engine core dies on its first request (or 60 s of engine time
   after startup when no request comes): EngineCore traceback, EngineDeadError, exit 1.
+- `crash_after_probe`: the head serves its first request to the end (a launch's one-token probe
+  passes), then its engine core dies a moment later (0.2 s): the same traceback, exit 1.
 
 A missing or unreadable file means all four HCAs of a Spark and no fault.
 """
@@ -27,7 +29,14 @@ from pathlib import Path
 
 from cockpit.sim.engine.nccl import DEFAULT_HCAS
 
-FAULTS = ("weights_crash", "nccl_timeout", "kv_oom", "hang_after_start", "exit_traceback")
+FAULTS = (
+    "weights_crash",
+    "nccl_timeout",
+    "kv_oom",
+    "hang_after_start",
+    "exit_traceback",
+    "crash_after_probe",
+)
 
 
 @dataclass(frozen=True)

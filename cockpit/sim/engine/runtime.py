@@ -417,7 +417,11 @@ async def _supervise(r: Rank, core: EngineCore, link: HeadLink, stop: asyncio.Ev
         asyncio.create_task(_stats_ticker(r, core)),
         asyncio.create_task(_follow_core(r, core)),
     ]
-    dying = asyncio.create_task(_exit_fault(r, core)) if r.facts.has("exit_traceback") else None
+    dying = None
+    if r.facts.has("exit_traceback"):
+        dying = asyncio.create_task(_exit_fault(r, core))
+    elif r.facts.has("crash_after_probe"):
+        dying = asyncio.create_task(_crash_after_first(r, core))
     if core.hung:
         tasks.append(asyncio.create_task(_hang_hints(r)))
     waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(link.lost.wait())]
@@ -468,6 +472,21 @@ async def _exit_fault(r: Rank, core: EngineCore) -> None:
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(core.first_request.wait(), HANG_HINT_S / r.speed)
     await r.sleep(0.5)
+    _engine_dead(r)
+
+
+CRASH_AFTER_FIRST_S = 0.2
+"""Wall seconds between the first answered request and the crash of `crash_after_probe`: long
+enough for the answer to reach the client whatever the speed."""
+
+
+async def _crash_after_first(r: Rank, core: EngineCore) -> None:
+    await core.first_finished.wait()
+    await asyncio.sleep(CRASH_AFTER_FIRST_S)
+    _engine_dead(r)
+
+
+def _engine_dead(r: Rank) -> None:
     r.log("EngineCore", "ERROR", "core.py:961", "EngineCore encountered a fatal error.")
     r.bare(faults.engine_dead_traceback())
     r.log(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import hashlib
 import json
 import os
 import signal
@@ -284,6 +285,25 @@ class SimFleet:
         with open(target, "ab") as handle:
             handle.write(b"\n")
         return target
+
+    def corrupt_image(self, node: str, repo: str | None = None) -> str:
+        """Make the node's image held by digest (of `repo`, else the first) another image: same
+        RepoDigests and tags, another id, as when a digest points to a wrong image on a node.
+        Returns the new id."""
+        state = NodeState(self.node_dir(node))
+        with state.locked():
+            images = state.images()
+            image = next(
+                (i for i in images if i["RepoDigests"] and (repo is None or any(
+                    d.split("@")[0] == repo for d in i["RepoDigests"]))),
+                None,
+            )  # fmt: skip
+            if image is None:
+                raise FleetError(f"{node} holds no image by digest{f' of {repo}' * bool(repo)}")
+            wrong = "sha256:" + hashlib.sha256(f"corrupt:{image['Id']}".encode()).hexdigest()
+            image["Id"] = wrong
+            state.write("images.json", images)
+        return wrong
 
     def images(self, node: str) -> list[Record]:
         return NodeState(self.node_dir(node)).images()
