@@ -138,8 +138,9 @@ async def bench(
     if skipped:
         req = replace(req, points=tuple(p for p in req.points if p not in skipped))
     model, scale, image = await engine_facts(req, local_url or req.endpoint)
+    here = replace(req, endpoint=local_url) if local_url else req  # what this machine dials
     driver_name = driver_class(req.driver).name
-    events = source(model, scale) if source else make_driver(req, model, scale).events()
+    events = source(model, scale) if source else make_driver(here, model, scale).events()
     latency_s = 0.0
     client = {"host": req.client_host, "link": "unknown"}
     results: list[PointResult] = []
@@ -156,6 +157,8 @@ async def bench(
             latency_s = event.latency_s
         if isinstance(event, ClientInfo):
             client = {"host": event.host, "link": event.link}
+            if local_url and source is None:  # the local driver dialled the forward
+                client["link"] = f"SSH port forward to {req.endpoint}"
         if isinstance(event, PointFinished):
             results.append(event.result)
         if isinstance(event, BenchWarning):
@@ -173,7 +176,7 @@ async def bench(
     results = [replace(r, flags=(*r.flags, *cross.get(r.spec, ()))) for r in results]
     quality: Quality | None = None
     if req.quality:
-        quality, note = await run_quality(req, model)
+        quality, note = await run_quality(here, model)
         if note:
             warnings.append(note)
             yield warning(note, lane=req.lane)

@@ -226,11 +226,15 @@ def bench_cmd(
     table = LiveTable(points)
 
     async def run() -> OpEvent:
-        if bench_host == "local":
-            return await _watch(bench(req), table)
+        if bench_host == "local" and (inventory is None or plan is None):
+            return await _watch(bench(req), table)  # --endpoint: the URL as given
         if inventory is None or plan is None:
             raise InputError("--bench-host needs --recipe and --cluster")
         async with pool_for(inventory) as pool:
+            # the cockpit host reaches the engine through a forward from the head node
+            local_url = await readiness.base_url(pool, plan)
+            if bench_host == "local":
+                return await _watch(bench(req, local_url=local_url), table)
 
             def source(served: str, scale: float) -> AsyncIterator[OpEvent]:
                 argv = remote_argv(
@@ -239,9 +243,7 @@ def bench_cmd(
                 )  # fmt: skip
                 return remote_events(pool, bench_host, argv)
 
-            # the cockpit host asks the engine for its model and speed, through a forward
-            # when the head's address is not reachable from here
-            local_url = await readiness.base_url(pool, plan)
+            # the bench host dials the endpoint itself; this host asks through the forward
             return await _watch(bench(req, source=source, local_url=local_url), table)
 
     last = asyncio.run(run())
@@ -283,11 +285,9 @@ def probe_cmd(
     tokens: int,
 ) -> None:
     """8-token health check, then one stream observed at the socket (who flushes late?)."""
-    if endpoint is None:
-        endpoint = _lane_plan(ctx, recipe, cluster)[1].endpoint
-    url = endpoint.rstrip("/")
+    lane = None if endpoint else _lane_plan(ctx, recipe, cluster)
 
-    async def run() -> bench_probe.ProbeResult:
+    async def observe(url: str) -> bench_probe.ProbeResult:
         import httpx
 
         from cockpit.bench.client import served_model
@@ -296,6 +296,13 @@ def probe_cmd(
             model = await served_model(http, url)
             scale = time_scale(await engine_status(http, url))
         return await bench_probe.probe(url, model, scale, tokens)
+
+    async def run() -> bench_probe.ProbeResult:
+        if lane is None:
+            return await observe(str(endpoint).rstrip("/"))
+        inventory, plan = lane  # a lane's engine: through a forward from its head node
+        async with pool_for(inventory) as pool:
+            return await observe(await readiness.base_url(pool, plan))
 
     result = asyncio.run(run())
     console.print(
