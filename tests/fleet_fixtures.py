@@ -4,7 +4,9 @@
 - `sshd_fleet`  session-scoped, 3 nodes, Debian OpenSSH sshd (skipped without /usr/sbin/sshd)
 - `small_fleet` function-scoped, 2 nodes, asyncssh: for destructive tests
 - `fleet_factory(nodes=2, **SimFleet options)` function-scoped: any fleet, all stopped after
+  (`docker="real"`: a Docker daemon per node; fails, never skips, when Debian's parts are missing)
 - `connect(fleet, node)` an asyncssh client connection to a node (host keys checked)
+- `RealDockerTrace.of(fleet)` what a real-Docker fleet runs, to check `leftovers()` after a stop
 
 Each fleet draws its own /24 inside 127.0.0.0/8 (and a port free on every node address there), so
 parallel runs never share an address.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +24,17 @@ import asyncssh
 import pytest
 
 from cockpit.sim.fleet import SimFleet
+from cockpit.sim.fleet.realdocker import CGROUPS, missing_parts
 from cockpit.sim.fleet.sshd import SSHD
 
-__all__ = ["connect", "fleet_factory", "sim_fleet", "small_fleet", "sshd_fleet"]
+__all__ = [
+    "RealDockerTrace",
+    "connect",
+    "fleet_factory",
+    "sim_fleet",
+    "small_fleet",
+    "sshd_fleet",
+]
 
 
 def connect(fleet: SimFleet, node: str, **options: Any) -> Any:
@@ -40,7 +51,48 @@ BOOT_SPEED = 200.0
 """Engines boot at least this fast in test fleets (boot phases only; serving keeps `speed`)."""
 
 
+@dataclass(frozen=True)
+class RealDockerTrace:
+    """The socket folders and registry port of a running real-Docker fleet, taken while it runs
+    (its files say so only until it stops)."""
+
+    fleet: SimFleet
+    run_dirs: tuple[Path, ...]
+    registry_port: int
+
+    @classmethod
+    def of(cls, fleet: SimFleet) -> RealDockerTrace:
+        docker = fleet.real_docker
+        assert docker is not None, "not a real-Docker fleet"
+        runs = tuple(d.run_dir for d in docker.daemons.values())
+        assert all(r.is_dir() for r in runs), runs
+        return cls(fleet, runs, docker.registry.port)
+
+    def leftovers(self) -> list[str]:
+        """Whatever of the fleet still exists: processes (dockerd, containerd, shims, registry,
+        engines), mounts, container cgroups, socket folders, a listening registry."""
+        import socket
+
+        found = [f"process {pid}" for pid in self.fleet.leftover_processes()]
+        roots = (str(self.fleet.root), *map(str, self.run_dirs))
+        mounts = Path("/proc/self/mounts").read_text().splitlines()
+        found += [f"mount {m.split()[1]}" for m in mounts if any(r in m for r in roots)]
+        found += [
+            f"cgroup {c / r.name}"
+            for r in self.run_dirs
+            for c in CGROUPS.iterdir()
+            if (c / r.name).exists()
+        ]
+        found += [f"folder {r}" for r in self.run_dirs if r.exists()]
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", self.registry_port)) == 0:
+                found.append(f"registry on port {self.registry_port}")
+        return found
+
+
 def _started(root: Path, nodes: int, **options: Any) -> SimFleet:
+    if options.get("docker") == "real" and missing_parts():
+        pytest.fail(f"real Docker parts missing: {missing_parts()} (.ci/run installs them)")
     options.setdefault("boot_speed", max(BOOT_SPEED, options.get("speed", 1.0)))
     options.setdefault("owner_pid", os.getpid())  # a killed test run takes its fleets with it
     fleet = SimFleet(root, nodes, **options)

@@ -166,7 +166,9 @@ def provision(
     )
     images = seed_images(recipes_dir)
     registry = {f"{i.repo}@{i.digest}": f"sha256:{i.image_id}" for i in images}
-    layout.registry.write_text(json.dumps(registry, indent=1))
+    layout.registry.unlink(missing_ok=True)
+    if docker is None:  # the simulated docker's registry (a real one serves a real fleet)
+        layout.registry.write_text(json.dumps(registry, indent=1))
     names = node_names(config.nodes)
     host_keys = {}
     trees = snapshot_trees(recipes_dir, Path(config.snapshots_dir or SNAPSHOTS))
