@@ -145,6 +145,7 @@ def node_env(
         env["COCKPIT_SIM_LINK_MBPS"] = repr(config.link_mbps)
     if docker_host:
         env["DOCKER_HOST"] = docker_host
+        env["COCKPIT_SIM_DOCKER"] = "real"  # image streams are real bytes (the ssh shim's rates)
     return env
 
 

@@ -402,13 +402,13 @@ def import_busybox(
     work_dir: Path,
     labels: dict[str, str] | None = None,
     changes: tuple[str, ...] = (),
-    files: Mapping[str, tuple[str, int]] | None = None,
+    files: Mapping[str, tuple[str | bytes, int]] | None = None,
     links: Mapping[str, str] | None = None,
 ) -> str:
     """Make a ~2 MB image `ref` from a static busybox (no registry needed); returns its id.
 
     `changes` are Dockerfile instructions applied at import (`ENTRYPOINT ["vllm", "serve"]`);
-    `files` (absolute path -> text, mode) and `links` (absolute path -> target) are added to the
+    `files` (absolute path -> text or bytes, mode) and `links` (absolute path -> target) are added to the
     root file system."""
     rootfs = Path(tempfile.mkdtemp(prefix="rootfs-", dir=work_dir))
     try:
@@ -420,7 +420,10 @@ def import_busybox(
         for path, (text, mode) in (files or {}).items():
             target = rootfs / path.lstrip("/")
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text)
+            if isinstance(text, bytes):
+                target.write_bytes(text)
+            else:
+                target.write_text(text)
             target.chmod(mode)
         for path, pointee in (links or {}).items():
             link = rootfs / path.lstrip("/")
