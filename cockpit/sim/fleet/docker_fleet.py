@@ -4,8 +4,10 @@ Each node's daemon keeps its data in `nodes/dgxK/docker` and its sockets in a sh
 (`realdocker.Dockerd`); its environment carries the node's identity, which the simulated GPU's
 hook (on the daemon's PATH, `cockpit.sim.tools.gpu_hook`) hands to `--gpus` containers, and the
 fleet's marker `COCKPIT_SIM_FLEET_DIR`, so the fleet's process sweep finds dockerd, containerd and
-the shims. The registry serves on a free 127.0.0.1 port. `stop` is idempotent and also cleans up
-after daemons whose fleet was killed outright (pid files, cgroup parents, mounts).
+the shims. On a host that cannot raise resource limits the daemons run runc through
+`cockpit-runc` (`cockpit.sim.tools.runc_clamp`). The registry serves on a free 127.0.0.1 port.
+`stop` is idempotent and also cleans up after daemons whose fleet was killed outright (pid files,
+cgroup parents, mounts).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from cockpit.sim.tools.launchers import PROJECT_ROOT, write_gpu_hook, write_runt
 from cockpit.sim.tools.runc_clamp import needs_clamp
 
 T = TypeVar("T")
-HOOK_DIR = "gpu-hook"
+HOOK_DIR = "gpu-hook"  # the GPU hook and, where needed, the clamping runtime
 REGISTRY_DIR = "registry"
 PULL_TIMEOUT_S = 120.0
 

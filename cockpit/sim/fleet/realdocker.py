@@ -408,8 +408,8 @@ def import_busybox(
     """Make a ~2 MB image `ref` from a static busybox (no registry needed); returns its id.
 
     `changes` are Dockerfile instructions applied at import (`ENTRYPOINT ["vllm", "serve"]`);
-    `files` (absolute path -> text or bytes, mode) and `links` (absolute path -> target) are added to the
-    root file system."""
+    `files` (absolute path -> text or bytes, mode) and `links` (absolute path -> target) are
+    added to the root file system."""
     rootfs = Path(tempfile.mkdtemp(prefix="rootfs-", dir=work_dir))
     try:
         for folder in ("bin", "etc", "tmp", "proc", "sys", "dev", "root"):
