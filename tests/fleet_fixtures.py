@@ -7,6 +7,7 @@
   (`docker="real"`: a Docker daemon per node; fails, never skips, when Debian's parts are missing)
 - `connect(fleet, node)` an asyncssh client connection to a node (host keys checked)
 - `RealDockerTrace.of(fleet)` what a real-Docker fleet runs, to check `leftovers()` after a stop
+- `start_fleet(root, nodes, **options)` a started fleet (test defaults) for a fixture of any scope
 
 Each fleet draws its own /24 inside 127.0.0.0/8 (and a port free on every node address there), so
 parallel runs never share an address.
@@ -34,6 +35,7 @@ __all__ = [
     "sim_fleet",
     "small_fleet",
     "sshd_fleet",
+    "start_fleet",
 ]
 
 
@@ -90,7 +92,7 @@ class RealDockerTrace:
         return found
 
 
-def _started(root: Path, nodes: int, **options: Any) -> SimFleet:
+def start_fleet(root: Path, nodes: int, **options: Any) -> SimFleet:
     if options.get("docker") == "real" and missing_parts():
         pytest.fail(f"real Docker parts missing: {missing_parts()} (.ci/run installs them)")
     options.setdefault("boot_speed", max(BOOT_SPEED, options.get("speed", 1.0)))
@@ -106,7 +108,7 @@ def _started(root: Path, nodes: int, **options: Any) -> SimFleet:
 
 @pytest.fixture(scope="session")
 def sim_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimFleet]:
-    fleet = _started(tmp_path_factory.mktemp("sim-fleet"), 8)
+    fleet = start_fleet(tmp_path_factory.mktemp("sim-fleet"), 8)
     yield fleet
     fleet.stop()
 
@@ -115,7 +117,7 @@ def sim_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimFleet]:
 def sshd_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimFleet]:
     if not SSHD.exists():
         pytest.skip(f"{SSHD} is not installed")
-    fleet = _started(tmp_path_factory.mktemp("sshd-fleet"), 3, server="openssh")
+    fleet = start_fleet(tmp_path_factory.mktemp("sshd-fleet"), 3, server="openssh")
     yield fleet
     fleet.stop()
 
@@ -127,7 +129,7 @@ def fleet_factory(tmp_path: Path) -> Iterator[Callable[..., SimFleet]]:
     def make(nodes: int = 2, **options: Any) -> SimFleet:
         if options.get("server") == "openssh" and not SSHD.exists():
             pytest.skip(f"{SSHD} is not installed")
-        fleet = _started(tmp_path / f"fleet{len(fleets)}", nodes, **options)
+        fleet = start_fleet(tmp_path / f"fleet{len(fleets)}", nodes, **options)
         fleets.append(fleet)
         return fleet
 

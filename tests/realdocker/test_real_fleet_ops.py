@@ -28,7 +28,7 @@ from cockpit.ops.sync import sync_image
 from cockpit.sim.fleet import SimFleet
 from cockpit.sim.fleet.docker_fleet import DockerFleet
 from cockpit.ssh.inventory import pool_for
-from tests.fleet_fixtures import RealDockerTrace, _started
+from tests.fleet_fixtures import RealDockerTrace, start_fleet
 
 pytestmark = [pytest.mark.realdocker, pytest.mark.slow]
 
@@ -42,7 +42,7 @@ BOOT_TIMEOUT = 120.0
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimFleet]:
-    made = _started(tmp_path_factory.mktemp("real-fleet"), 4, docker="real", speed=SPEED)
+    made = start_fleet(tmp_path_factory.mktemp("real-fleet"), 4, docker="real", speed=SPEED)
     trace = RealDockerTrace.of(made)
     try:
         yield made
