@@ -185,7 +185,7 @@ async def bench(
     scale = req.time_scale if req.time_scale is not None else time_scale_default()
     url = local_url or req.endpoint
     events = source(model, scale) if source else make_driver(req, model, scale, url).events()
-    sweep = _Sweep(req, model, image, scale, remote=source is not None)
+    sweep = _Sweep(req, model, image, scale, remote=source is not None, forwarded=local_url)
     for spec in skipped:
         note = (
             f"{spec.label}: skipped, {spec.depth + spec.pp + spec.tg} tokens exceed the lane's "
@@ -212,7 +212,7 @@ async def bench(
             yield warning(f"{spec.label}: {flag.message}", point=spec, flag=flag, lane=req.lane)
     quality: Quality | None = None
     if req.quality:
-        quality, note = await run_quality(req, model)
+        quality, note = await run_quality(replace(req, endpoint=url), model)
         if note:
             sweep.warnings.append(note)
             yield warning(note, lane=req.lane)
@@ -234,8 +234,19 @@ async def bench(
 class _Sweep:
     """What a sweep's events said so far, and the report they make (whole or PARTIAL)."""
 
-    def __init__(self, req: BenchRequest, model: str, image: str, scale: float, remote: bool):
+    def __init__(
+        self,
+        req: BenchRequest,
+        model: str,
+        image: str,
+        scale: float,
+        remote: bool,
+        forwarded: str | None = None,
+    ):
+        """`forwarded`: the local URL of an SSH forward the local driver dials (named in the
+        report's link instead of the driver's own guess)."""
         self.req, self.model, self.image, self.scale, self.remote = req, model, image, scale, remote
+        self.forwarded = forwarded
         self.latencies: list[float] = []
         self.client = {"host": req.client_host, "link": "unknown"}
         self.results: list[PointResult] = []
@@ -246,6 +257,8 @@ class _Sweep:
             self.latencies.append(event.latency_s)
         if isinstance(event, ClientInfo):
             self.client = {"host": event.host, "link": event.link}
+            if self.forwarded and not self.remote:  # the local driver dialled the forward
+                self.client["link"] = f"SSH port forward to {self.req.endpoint}"
         if isinstance(event, PointFinished):
             self.results.append(event.result)
         if isinstance(event, BenchWarning):

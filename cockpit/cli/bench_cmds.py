@@ -39,6 +39,7 @@ from cockpit.bench.run import (
 from cockpit.bench.tokenizer import lane_tokenizer, snapshot_dir
 from cockpit.config import Inventory, load_inventory
 from cockpit.errors import EXIT_FAILED, InputError
+from cockpit.ops import readiness
 from cockpit.ops.events import OpEvent
 from cockpit.ops.interrupt import run_interruptible
 from cockpit.plan import LanePlan, plan_lane
@@ -263,8 +264,7 @@ def bench_cmd(
                 source = f"{plan.recipe.model.repo}@{plan.recipe.model.revision} (lane snapshot)"
                 lane_req = replace(req, tokenizer_dir=found, tokenizer_source=source)
             # the engine is reached through an SSH forward to the head, as on a real fleet
-            host, port = await pool.forward(plan.ranks[0].node, plan.head_addr, plan.serve_port)
-            local_url = f"http://{host}:{port}"
+            local_url = await readiness.base_url(pool, plan)
             if bench_host == "local":
                 return await _watch(bench(lane_req, local_url=local_url), table)
             remote_tokenizer = str(tokenizer) if tokenizer else snapshot_dir(plan, model_cache)
@@ -318,11 +318,9 @@ def probe_cmd(
     tokens: int,
 ) -> None:
     """8-token health check, then one stream observed at the socket (who flushes late?)."""
-    if endpoint is None:
-        endpoint = _lane_plan(ctx, recipe, cluster)[1].endpoint
-    url = endpoint.rstrip("/")
+    lane = None if endpoint else _lane_plan(ctx, recipe, cluster)
 
-    async def run() -> bench_probe.ProbeResult:
+    async def observe(url: str) -> bench_probe.ProbeResult:
         import httpx
 
         from cockpit.bench.client import served_model
@@ -330,6 +328,13 @@ def probe_cmd(
         async with httpx.AsyncClient(timeout=30.0) as http:
             model = await served_model(http, url)
         return await bench_probe.probe(url, model, time_scale_default(), tokens)
+
+    async def run() -> bench_probe.ProbeResult:
+        if lane is None:
+            return await observe(str(endpoint).rstrip("/"))
+        inventory, plan = lane  # a lane's engine: through a forward from its head node
+        async with pool_for(inventory) as pool:
+            return await observe(await readiness.base_url(pool, plan))
 
     result = asyncio.run(run())
     console.print(

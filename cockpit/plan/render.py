@@ -208,6 +208,7 @@ def plan_lane(inventory: Inventory, recipe: Recipe, cluster: Cluster) -> LanePla
         argv = [
             "docker", "run", "-d",
             "--name", name,
+            "--pull", "never",  # never an implicit registry fetch at launch: sync re-attaches
             "--gpus", "all",
             "--network", "host",
             "--ipc", "host",

@@ -4,8 +4,10 @@ Reads the fleet's environment: `COCKPIT_SIM_NODE` (node name), `COCKPIT_SIM_NODE
 with HCAs and faults, the per-node compile cache under `cache/`, and `gpu_load.json` which this
 process keeps fresh every 0.25 s and removes on exit), `COCKPIT_SIM_SPEED` (engine seconds per
 wall second) and `COCKPIT_SIM_BOOT_SPEED` (the same for the boot phases only, default the speed:
-tests boot lanes fast and still serve at a measurable pace). Every boot and serving duration is
-engine time, slept as `duration / speed` (boot: `/ boot_speed`); the log prints engine time.
+tests boot lanes fast and still serve at a measurable pace), and in a real container
+`COCKPIT_SIM_HOST_PID` (its pid on the host, which nvidia-smi lists). Every boot and serving
+duration is engine time, slept as `duration / speed` (boot: `/ boot_speed`); the log prints
+engine time.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class Rank:
     boot_speed: float
     facts: faults.NodeFacts
     pid: int = field(default_factory=os.getpid)
+    gpu_pid: int = 0  # what nvidia-smi lists (the host's pid, in a real container); 0: `pid`
     phase: str = "loading"
     util: float | None = None
     mem_gib: float = 0.0
@@ -85,7 +88,9 @@ class Rank:
     def publish(self) -> None:
         path = self.load_path()
         if path is not None:
-            sample = gpu_load.sample(self.phase, self.util, self.mem_gib, self.pid, _wall())
+            sample = gpu_load.sample(
+                self.phase, self.util, self.mem_gib, self.gpu_pid or self.pid, _wall()
+            )
             gpu_load.publish(path, sample)
 
     def withdraw(self) -> None:
@@ -110,6 +115,7 @@ def build_rank(args: EngineArgs, env: Mapping[str, str]) -> Rank:
         speed=speed,
         boot_speed=_speed(env.get("COCKPIT_SIM_BOOT_SPEED"), speed),
         facts=faults.read_node(node_dir),
+        gpu_pid=int(env.get("COCKPIT_SIM_HOST_PID") or 0),  # set by a real node's GPU hook
     )
 
 

@@ -24,7 +24,15 @@ import platformdirs
 from cockpit.assets import asset_dir
 from cockpit.errors import CockpitError
 from cockpit.sim.fleet.cleanup import fleet_processes, kill_fleet_processes
-from cockpit.sim.fleet.layout import FleetConfig, FleetLayout, ServerKind, node_host, node_names
+from cockpit.sim.fleet.docker_fleet import DockerFleet
+from cockpit.sim.fleet.layout import (
+    DockerKind,
+    FleetConfig,
+    FleetLayout,
+    ServerKind,
+    node_host,
+    node_names,
+)
 from cockpit.sim.tools.launchers import PROJECT_ROOT
 from cockpit.sim.tools.nodestate import NodeState, Record, pid_alive, write_json_atomic
 
@@ -63,6 +71,7 @@ class SimFleet:
         speed: float = 1.0,
         boot_speed: float | None = None,
         server: ServerKind = "asyncssh",
+        docker: DockerKind = "sim",
         recipes_dir: Path = PROJECT_RECIPES,
         snapshots_dir: Path | None = None,
         link_mbps: float | None = None,
@@ -75,6 +84,7 @@ class SimFleet:
             speed=speed,
             boot_speed=boot_speed,
             server=server,
+            docker=docker,
             recipes_dir=str(Path(recipes_dir).resolve()),
             snapshots_dir=str(Path(snapshots_dir).resolve()) if snapshots_dir else "",
             link_mbps=link_mbps,
@@ -128,6 +138,11 @@ class SimFleet:
         self._check(name)
         return self.layout.node_dir(name)
 
+    @property
+    def real_docker(self) -> DockerFleet | None:
+        """The nodes' Docker daemons and the registry (a fleet started with docker="real")."""
+        return DockerFleet(self.layout, self.names) if self.config.docker == "real" else None
+
     def pid(self) -> int | None:
         try:
             pid = int(self.layout.pid_file.read_text())
@@ -147,8 +162,10 @@ class SimFleet:
 
     # -------------------------------------------------------------- lifecycle
 
-    def start(self, timeout: float = 60.0) -> SimFleet:
-        """Provision and start the fleet in the background; return once every node answers."""
+    def start(self, timeout: float | None = None) -> SimFleet:
+        """Provision and start the fleet in the background; return once every node answers
+        (default timeout: 60 s, 180 s with real Docker: daemons, registry, image builds)."""
+        timeout = timeout or (180.0 if self.config.docker == "real" else 60.0)
         if self.pid() is not None:
             raise FleetError(f"a simulated fleet already runs in {self.root} (pid {self.pid()})")
         self.layout.root.mkdir(parents=True, exist_ok=True)
@@ -179,11 +196,16 @@ class SimFleet:
             time.sleep(0.05)
         return self
 
-    def stop(self, timeout: float = 15.0) -> None:
-        """Stop the servers and every process the fleet started; idempotent."""
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop the servers and every process the fleet started (with real Docker: every
+        container, daemon, registry and mount, also when the fleet's daemon was killed);
+        idempotent."""
+        docker = self.real_docker
         pid = self.pid()
         if pid is not None:
-            self._terminate(pid, timeout)
+            self._terminate(pid, timeout or (60.0 if docker else 15.0))
+        if docker is not None:
+            docker.stop()
         kill_fleet_processes(self.root)
         for name in self.names:
             node_dir = self.layout.node_dir(name)

@@ -7,8 +7,11 @@
   clusters.toml, *.toml, client_key, known_hosts   the inventory a cockpit points at
   bin/                the node tools (docker, nvidia-smi, ssh, node-exec)
   ssh/                the fleet's internal key and known_hosts (node-to-node ssh), authorized_keys
-  nodes/dgxK/         one node's state (see cockpit.sim.tools.nodestate)
+  nodes/dgxK/         one node's state (see cockpit.sim.tools.nodestate); with real Docker
+                      also its daemon's data (docker/)
   sshd/               OpenSSH configs and pid files (server kind "openssh")
+  gpu-hook/, registry/, nas/   real Docker only: the daemons' GPU hook, the registry's storage,
+                      the model and compile caches every node mounts (as the seed's NAS)
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 ServerKind = Literal["asyncssh", "openssh"]
+DockerKind = Literal["sim", "real"]
 FIRST_OCTET = 10  # dgxK listens on <subnet>.(FIRST_OCTET + K)
 
 
@@ -45,6 +49,7 @@ class FleetConfig:
     speed: float = 1.0
     boot_speed: float | None = None
     server: ServerKind = "asyncssh"
+    docker: DockerKind = "sim"  # "real": a Docker daemon per node (see docker_fleet)
     recipes_dir: str = ""
     snapshots_dir: str = ""
     link_mbps: float | None = None
@@ -107,6 +112,11 @@ class FleetLayout:
 
     def node_dir(self, name: str) -> Path:
         return self.nodes_dir / name
+
+    @property
+    def nas_dir(self) -> Path:
+        """The caches every node of a real-Docker fleet mounts at the same absolute path."""
+        return self.root / "nas"
 
     def read_fleet(self) -> dict[str, object]:
         try:

@@ -9,7 +9,9 @@ device driver), so the stand-in written here only drains its stdin. Debian's `do
 
 The exec-root holds containerd's socket, and a unix socket path may not exceed 107 bytes, so the
 sockets live under a short folder in the system's temp dir; the data (images, containers) lives
-wherever the caller says.
+wherever the caller says. Each daemon puts its containers under a cgroup parent named after that
+folder: a daemon killed outright leaves its containers running (their shims outlive it), and
+`stop` finds and kills them there.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +35,7 @@ REGISTRY = "/usr/bin/docker-registry"
 HOOK = "nvidia-container-runtime-hook"
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 20.0
+CGROUPS = Path("/sys/fs/cgroup")
 
 
 class RealDockerError(RuntimeError):
@@ -102,6 +106,30 @@ def _unmount_below(root: Path) -> None:
             subprocess.run(["umount", "-l", point], capture_output=True, check=False)
 
 
+def _kill_cgroup(parent: str) -> None:
+    """SIGKILL every process left in the cgroup `parent` (any controller), then remove it."""
+    name = parent.lstrip("/")
+    folders = [c / name for c in CGROUPS.iterdir() if (c / name).is_dir()]
+    for folder in folders:
+        for procs in folder.rglob("cgroup.procs"):
+            with contextlib.suppress(OSError, ValueError):
+                for pid in procs.read_text().split():
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(int(pid), signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    for folder in folders:
+        for child in sorted(
+            (p for p in folder.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True
+        ):
+            while child.exists() and time.monotonic() < deadline:
+                try:
+                    child.rmdir()
+                except OSError:  # its last process is still exiting
+                    time.sleep(0.05)
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
 class _UnixHTTPConnection(http.client.HTTPConnection):
     def __init__(self, path: str, timeout: float) -> None:
         super().__init__("localhost", timeout=timeout)
@@ -138,10 +166,15 @@ def _ping_tcp(host: str, port: int, path: str) -> bool:
 
 @dataclass
 class Dockerd:
-    """One Docker daemon: data under `data_dir`, sockets under a short temp folder."""
+    """One Docker daemon: data under `data_dir`, sockets under a short temp folder.
+
+    `daemon_env` is added to the daemon's environment, which its OCI hooks inherit (the GPU hook
+    reads the node's identity there)."""
 
     data_dir: Path
     extra_path: tuple[Path, ...] = ()  # folders put first on the daemon's PATH (the hook's)
+    daemon_env: Mapping[str, str] = field(default_factory=dict)
+    runtime: Path | None = None  # the default OCI runtime instead of runc (a wrapper around it)
     run_dir: Path = field(init=False)
 
     def __post_init__(self) -> None:
@@ -154,6 +187,11 @@ class Dockerd:
     @property
     def socket(self) -> Path:
         return self.run_dir / "docker.sock"
+
+    @property
+    def cgroup_parent(self) -> str:
+        """Where the daemon's containers live in every cgroup controller (one per daemon)."""
+        return "/" + self.run_dir.name
 
     @property
     def host(self) -> str:
@@ -182,14 +220,21 @@ class Dockerd:
         pid = self.pid
         return pid is not None and _pid_alive(pid) and _ping_unix(self.socket)
 
+    def prepare(self) -> str:
+        """Choose the socket folder (once) and return DOCKER_HOST, before the daemon starts:
+        a node's session environment names the socket before its daemon runs."""
+        if not self.run_dir.is_dir():
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            self.run_dir = Path(tempfile.mkdtemp(prefix="ckd-"))
+            (self.data_dir / "run-dir").write_text(str(self.run_dir) + "\n")
+        return self.host
+
     def start(self, timeout_s: float = START_TIMEOUT_S) -> None:
         """Start the daemon (detached, in its own session) and wait until it answers."""
         if self.running():
             return
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.run_dir = Path(tempfile.mkdtemp(prefix="ckd-"))
-        (self.data_dir / "run-dir").write_text(str(self.run_dir) + "\n")
-        env = dict(os.environ)
+        self.prepare()
+        env = {**os.environ, **self.daemon_env}
         env["PATH"] = os.pathsep.join([*map(str, self.extra_path), env.get("PATH", "")])
         env.pop("DOCKER_HOST", None)
         argv = [
@@ -198,8 +243,12 @@ class Dockerd:
             "--exec-root", str(self.run_dir / "exec"),
             "-H", self.host,
             "--pidfile", str(self.pid_file),
+            "--cgroup-parent", self.cgroup_parent,
             "--iptables=false", "--ip-forward=false", "--bridge=none",
         ]  # fmt: skip
+        if self.runtime is not None:
+            argv += [f"--add-runtime={self.runtime.name}={self.runtime}",
+                     f"--default-runtime={self.runtime.name}"]  # fmt: skip
         with self.log.open("ab") as log:
             subprocess.Popen(
                 argv,
@@ -219,11 +268,24 @@ class Dockerd:
                 )
             time.sleep(0.1)
 
+    def remove_containers(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
+        """`docker rm -f` every container (a daemon stopping them itself waits out their grace
+        periods); quiet when the daemon is not running."""
+        if not self.running():
+            return
+        with contextlib.suppress(RealDockerError, subprocess.TimeoutExpired):
+            ids = self.docker("ps", "-aq", timeout=timeout_s).split()
+            if ids:
+                self.docker("rm", "-f", *ids, timeout=timeout_s)
+
     def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
-        """Stop the daemon (its containers stop with it) and remove every file it made."""
+        """Stop the daemon (its containers stop with it) and remove every file it made; also
+        after the daemon was killed: what its containers left runs in its cgroup parent."""
         pid = self.pid
         if pid is not None:
             _terminate(pid, timeout_s)
+        if self.run_dir.name.startswith("ckd-"):
+            _kill_cgroup(self.cgroup_parent)
         _unmount_below(self.run_dir)
         _unmount_below(self.data_dir)
         if self.run_dir.name.startswith("ckd-"):
@@ -256,6 +318,7 @@ class Registry:
     data_dir: Path
     host: str = "127.0.0.1"
     port: int = 0
+    env: Mapping[str, str] = field(default_factory=dict)  # added to the registry's environment
 
     def __post_init__(self) -> None:
         self.data_dir = Path(self.data_dir).resolve()
@@ -306,6 +369,7 @@ class Registry:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
+                env={**os.environ, **self.env},
                 start_new_session=True,
                 close_fds=True,
             )
@@ -338,10 +402,14 @@ def import_busybox(
     work_dir: Path,
     labels: dict[str, str] | None = None,
     changes: tuple[str, ...] = (),
+    files: Mapping[str, tuple[str | bytes, int]] | None = None,
+    links: Mapping[str, str] | None = None,
 ) -> str:
     """Make a ~2 MB image `ref` from a static busybox (no registry needed); returns its id.
 
-    `changes` are Dockerfile instructions applied at import (`ENTRYPOINT ["vllm", "serve"]`)."""
+    `changes` are Dockerfile instructions applied at import (`ENTRYPOINT ["vllm", "serve"]`);
+    `files` (absolute path -> text or bytes, mode) and `links` (absolute path -> target) are
+    added to the root file system."""
     rootfs = Path(tempfile.mkdtemp(prefix="rootfs-", dir=work_dir))
     try:
         for folder in ("bin", "etc", "tmp", "proc", "sys", "dev", "root"):
@@ -349,6 +417,18 @@ def import_busybox(
         shutil.copy2(BUSYBOX, rootfs / "bin" / "busybox")
         for applet in BUSYBOX_APPLETS:
             (rootfs / "bin" / applet).symlink_to("busybox")
+        for path, (text, mode) in (files or {}).items():
+            target = rootfs / path.lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(text, bytes):
+                target.write_bytes(text)
+            else:
+                target.write_text(text)
+            target.chmod(mode)
+        for path, pointee in (links or {}).items():
+            link = rootfs / path.lstrip("/")
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(pointee)
         tar = subprocess.run(["tar", "-C", str(rootfs), "-c", "."], capture_output=True, check=True)
         args = ["import"]
         for key, value in (labels or {}).items():
