@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -57,7 +58,12 @@ def install(loop: asyncio.AbstractEventLoop, first: Callable[[int], None]) -> Ca
 
 
 def run_interruptible(main: Coroutine[Any, Any, T]) -> T:
-    """`asyncio.run(main)`, where a signal cancels `main` (it rolls back) and raises Interrupted."""
+    """`asyncio.run(main)`, where a signal cancels `main` (it rolls back) and raises Interrupted.
+
+    Signals reach only the main thread: a command run from another thread (a test calling the
+    CLI in a worker thread, an embedding program) runs without the handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        return asyncio.run(main)
 
     async def runner() -> T:
         task = asyncio.current_task()
