@@ -240,7 +240,10 @@ async def launch_core(
 ) -> AsyncIterator[OpEvent]:
     """Preflight → sync (if asked and needed) → start → boot → ready; the caller holds locks."""
     recipe, cluster = plan.recipe, plan.cluster
-    collector = FactsCollector(ctx.pool, recipe, ctx.inventory.model_cache_of(cluster))
+    collector = FactsCollector(
+        ctx.pool, recipe, ctx.inventory.model_cache_of(cluster),
+        node_caches=ctx.inventory.model_caches(cluster),
+    )  # fmt: skip
     yield emit.started("preflight")
     facts = await collector.collect(cluster.nodes)
     master_port = ctx.inventory.master_port_of(cluster)

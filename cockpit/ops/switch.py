@@ -44,7 +44,10 @@ async def switch(
     running_here = survey.lanes_on(nodes)
     occupying = running_here - {recipe.name}
     targets = survey.targets(occupying | ({recipe.name} if occupying else set()))
-    collector = FactsCollector(ctx.pool, recipe, ctx.inventory.model_cache_of(plan.cluster))
+    collector = FactsCollector(
+        ctx.pool, recipe, ctx.inventory.model_cache_of(plan.cluster),
+        node_caches=ctx.inventory.model_caches(plan.cluster),
+    )  # fmt: skip
     facts = await collector.collect(nodes)
     missing = [n for n, f in facts.items() if f.reachable and not f.has_digest]
     if recipe.name in running_here and not occupying:

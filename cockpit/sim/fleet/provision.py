@@ -26,8 +26,8 @@ from cockpit.sim.tools.nodestate import GIB, NodeState, derive_hex, new_image
 
 SNAPSHOTS = Path(__file__).resolve().parents[1] / "snapshots"
 HCAS = ["rocep1s0f0", "roceP2p1s0f0", "rocep1s0f1", "roceP2p1s0f1"]
-MODEL_CACHE = "hf-cache"  # relative to a node's $HOME, where every session starts
-COMPILE_CACHE = "vllm-cache"
+MODEL_CACHE = "hf-cache"  # in the node's folder; the inventory names it by its absolute path
+COMPILE_CACHE = "vllm-cache"  # in the node's $HOME
 
 
 @dataclass(frozen=True)
@@ -201,9 +201,7 @@ def write_inventory(
     names = node_names(config.nodes)
     project = tomllib.loads((recipes_dir / "clusters.toml").read_text())
     defaults = dict(project.get("defaults", {}))
-    defaults.update(
-        ssh_user=config.user, ssh_port=port, model_cache=MODEL_CACHE, compile_cache=COMPILE_CACHE
-    )
+    defaults.update(ssh_user=config.user, ssh_port=port)
     ssh = dict(project.get("ssh", {}))
     ssh.update(known_hosts="known_hosts", identity_files=["client_key"])
     clusters = {
@@ -215,14 +213,21 @@ def write_inventory(
         "defaults": defaults,
         "ssh": ssh,
         "nodes": {
-            n: {"host": node_host(n, config.subnet), "port": port, "user": config.user}
+            n: {
+                "host": node_host(n, config.subnet),
+                "port": port,
+                "user": config.user,
+                # every node's caches are its own folders: absolute, as docker needs them
+                "model_cache": str(layout.node_dir(n) / MODEL_CACHE),
+                "compile_cache": str(layout.node_dir(n) / "home" / COMPILE_CACHE),
+            }
             for n in names
         },
         "clusters": clusters,
     }
     header = (
         f"# Simulated fleet of {config.nodes} nodes on loopback, written by `cockpit sim up`.\n"
-        "# model_cache is relative: every session starts in the node's own $HOME.\n\n"
+        "# Each node's model_cache and compile_cache are its own folders (absolute paths).\n\n"
     )
     (layout.root / "clusters.toml").write_text(header + tomli_w.dumps(document))
     known = "".join(
