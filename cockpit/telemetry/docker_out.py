@@ -240,16 +240,18 @@ def image_with_id(images: Iterable[ImageInfo], image_id: str) -> ImageInfo | Non
 
 _NOT_THE_REASON = re.compile(
     r"^(See 'docker .*--help'\.?|Run 'docker .*--help' for more information|"
-    r"Unable to find image '.*' locally|.*: Pulling from .*|Digest: .*|Status: .*)$"
+    r"Unable to find image '.*' locally|.*: Pulling from .*|Digest: .*|Status: .*|"
+    r'time=".*" level=\w+ msg="error waiting for container: .*")$'
 )
 
 
 def docker_error(stderr: str, fallback: str) -> str:
     """The reason in a failed docker command's stderr, in the daemon's words.
 
-    `docker run` ends its error with a help hint (`See 'docker run --help'.`) and may start with
-    an implicit pull's progress, so the last line is not the reason: the last line that is
-    neither, without the CLI's `docker: Error response from daemon:` prefix and final period."""
+    `docker run` ends its error with a help hint (`See 'docker run --help'.`), may start with an
+    implicit pull's progress and, in the foreground, may add the client's own log line `error
+    waiting for container: context canceled`: the reason is the last line that is none of them,
+    without the CLI's `docker: Error response from daemon:` prefix and final period."""
     for line in reversed(stderr.strip().splitlines()):
         line = line.strip()
         if line and not _NOT_THE_REASON.match(line):

@@ -138,6 +138,12 @@ def test_lane_label_without_rank():
             "refused.\nSee 'docker run --help'.\n",
             'Get "http://127.0.0.1:5000/v2/": dial tcp 127.0.0.1:5000: connect: connection refused',
         ),
+        (  # a foreground run: the client may log its own wait after the daemon's reason
+            'docker: Error response from daemon: could not select device driver "" with '
+            'capabilities: [[gpu]].\ntime="2026-12-02T05:01:39Z" level=error msg="error waiting '
+            'for container: context canceled"\n',
+            'could not select device driver "" with capabilities: [[gpu]]',
+        ),
         ("Error: No such container: x\n", "Error: No such container: x"),
         ("\n", "docker run failed"),
     ],
