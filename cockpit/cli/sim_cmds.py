@@ -219,6 +219,16 @@ def fault(node: str, fault: str, off: bool, root: Path | None) -> None:
     console.print(f"{node}: fault {fault} {'cleared' if off else 'set'}")
 
 
+@sim.command()
+@click.argument("state", type=click.Choice(["up", "down"]))
+@dir_option
+def registry(state: str, root: Path | None) -> None:
+    """Bring the fleet's registry up or take it down (pulls, and runs that need a manifest,
+    then fail on every node as when a real registry does not answer)."""
+    SimFleet.attach(_root(root)).set_registry(state == "up")
+    console.print(f"registry {state}")
+
+
 @click.command()
 @_fleet_options
 @click.pass_context

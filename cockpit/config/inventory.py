@@ -65,8 +65,18 @@ class Inventory:
     def master_port_of(self, cluster: Cluster) -> int:
         return cluster.master_port or self.master_port
 
-    def model_cache_of(self, cluster: Cluster) -> str:
-        return cluster.model_cache or self.model_cache
+    def model_cache_of(self, cluster: Cluster, node: str | None = None) -> str:
+        """The model cache on `node` (its own, else the cluster's, else the default)."""
+        own = self.nodes[node].model_cache if node in self.nodes else None
+        return own or cluster.model_cache or self.model_cache
+
+    def model_caches(self, cluster: Cluster) -> dict[str, str]:
+        """Node → model cache, for the cluster's nodes."""
+        return {n: self.model_cache_of(cluster, n) for n in cluster.nodes}
+
+    def compile_cache_of(self, node: str) -> str:
+        own = self.nodes[node].compile_cache if node in self.nodes else None
+        return own or self.compile_cache
 
 
 def _unknown(kind: str, name: str, known: dict[str, Any]) -> str:
@@ -125,6 +135,8 @@ def pydantic_problems(
             message = f"unknown key {loc[-1]!r} ({hint})"
         elif item["type"] == "missing":
             message = "required key is missing"
+        elif item["type"] == "value_error":
+            message = f"{item['ctx']['error']} (got {item['input']!r})"
         elif item["type"] == "string_pattern_mismatch":
             message = f"{got} is not allowed here (must match {item['ctx']['pattern']})"
         elif item["type"] == "value_error":

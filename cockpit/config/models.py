@@ -38,6 +38,21 @@ HexPrefix = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{8,64}$")]
 JsonTable = dict[str, Any]
 
 
+def _absolute(path: str | None) -> str | None:
+    """A cache path is a path ON THE NODE and must be absolute: Docker reads a relative
+    `-v hf-cache:…` as a named volume (an empty one: the model would be missing) and refuses one
+    with a slash (`vllm-cache/x` "includes invalid characters for a local volume name")."""
+    if path is not None and not path.startswith("/"):
+        raise ValueError(
+            "must be an absolute path on the node: docker reads a relative -v source as a named "
+            "volume (empty, the model would be missing) and refuses one that holds a '/'"
+        )
+    return path
+
+
+AbsolutePath = Annotated[str, AfterValidator(_absolute)]
+
+
 class Strict(BaseModel):
     """Base: frozen, and every key not declared is an error (typos must not pass silently)."""
 
@@ -56,6 +71,12 @@ class Node(Strict):
     user: UserName | None = None
     addr: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._:-]+$")] | None = Field(
         default=None, description="address peers and clients use for its services (default: host)"
+    )
+    model_cache: AbsolutePath | None = Field(
+        default=None, description="this node's model cache (default: the cluster's, else defaults)"
+    )
+    compile_cache: AbsolutePath | None = Field(
+        default=None, description="this node's compile cache (default: defaults.compile_cache)"
     )
 
     @property
@@ -77,9 +98,9 @@ class Defaults(Strict):
     ssh_port: int = Field(default=22, ge=1, le=65535)
     serve_port: int = Field(default=30000, ge=1, le=65535)
     master_port: int = Field(default=29501, ge=1, le=65535)
-    model_cache: str = "/srv/hf-cache"
-    container_model_cache: str = "/root/.cache/huggingface"
-    compile_cache: str = "/srv/vllm-cache"
+    model_cache: AbsolutePath = "/srv/hf-cache"
+    container_model_cache: AbsolutePath = "/root/.cache/huggingface"
+    compile_cache: AbsolutePath = "/srv/vllm-cache"
 
 
 class Fabric(StrEnum):
@@ -119,7 +140,7 @@ class Cluster(Strict):
     description: str = ""
     serve_port: int | None = Field(default=None, ge=1, le=65535)
     master_port: int | None = Field(default=None, ge=1, le=65535)
-    model_cache: str | None = None
+    model_cache: AbsolutePath | None = None
     nccl: NcclBlock
 
     @field_validator("nodes")

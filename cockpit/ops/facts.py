@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cockpit.config.models import Recipe
 from cockpit.ssh import SshError, SshPool
@@ -186,11 +186,13 @@ class FactsCollector:
     recipe: Recipe
     model_cache: str
     timeout: float = FACTS_TIMEOUT_S
+    node_caches: Mapping[str, str] = field(default_factory=dict)  # a node's own model cache
 
     async def collect(self, nodes: Iterable[str]) -> dict[str, NodeFacts]:
-        argv = facts_command(self.recipe, self.model_cache)
         names = list(dict.fromkeys(nodes))
-        results = await asyncio.gather(*(self._one(n, argv) for n in names))
+        argvs = {n: facts_command(self.recipe, self.node_caches.get(n, self.model_cache))
+                 for n in names}  # fmt: skip
+        results = await asyncio.gather(*(self._one(n, argvs[n]) for n in names))
         return dict(zip(names, results, strict=True))
 
     async def _one(self, node: str, argv: list[str]) -> NodeFacts:

@@ -34,7 +34,7 @@ from cockpit.ops.sync import survey, sync_core
 from cockpit.plan import LanePlan, RankCommand, plan_lane
 from cockpit.ssh import SshError
 from cockpit.telemetry.boot import BootPhase, BootState
-from cockpit.telemetry.docker_out import parse_container_inspect
+from cockpit.telemetry.docker_out import docker_error, parse_container_inspect
 
 START_TIMEOUT_S = 60.0
 DEFAULT_BOOT_TIMEOUT_S = 3600.0
@@ -301,7 +301,10 @@ async def launch_core(
 ) -> AsyncIterator[OpEvent]:
     """Preflight → sync (if asked and needed) → start → boot → ready; the caller holds locks."""
     recipe, cluster = plan.recipe, plan.cluster
-    collector = FactsCollector(ctx.pool, recipe, ctx.inventory.model_cache_of(cluster))
+    collector = FactsCollector(
+        ctx.pool, recipe, ctx.inventory.model_cache_of(cluster),
+        node_caches=ctx.inventory.model_caches(cluster),
+    )  # fmt: skip
     yield emit.started("preflight")
     facts = await collector.collect(cluster.nodes)
     master_port = ctx.inventory.master_port_of(cluster)
@@ -402,7 +405,7 @@ async def _start_and_boot(
             result = None
             problem = exc.reason
         else:
-            problem = (result.stderr.strip().splitlines() or ["docker run failed"])[-1]
+            problem = docker_error(result.stderr, "docker run failed")  # not the help hint
         if result is None or not result.ok:
             yield emit.finished("start", rank.node, ok=False, detail=problem)
             yield emit.notice(f"rank {rank.rank} on {rank.node} did not start", rank.node,

@@ -121,7 +121,10 @@ async def switch(
     before = serving_before(survey, occupying, ctx.inventory)
     if previous is not None:
         previous[:] = before
-    collector = FactsCollector(ctx.pool, recipe, ctx.inventory.model_cache_of(plan.cluster))
+    collector = FactsCollector(
+        ctx.pool, recipe, ctx.inventory.model_cache_of(plan.cluster),
+        node_caches=ctx.inventory.model_caches(plan.cluster),
+    )  # fmt: skip
     facts = await collector.collect(nodes)
     missing = [n for n, f in facts.items() if f.reachable and not f.holds_pinned]
     if recipe.name in running_here and not occupying:

@@ -218,8 +218,9 @@ def plan_lane(inventory: Inventory, recipe: Recipe, cluster: Cluster) -> LanePla
             "--label", f"{LABEL_CLUSTER}={cluster.name}",
             "--label", f"{LABEL_RANK}={rank}",
             "--label", f"{LABEL_RECIPE_HASH}={digest}",
-            "-v", f"{inventory.model_cache_of(cluster)}:{container_cache}:ro",
-            "-v", f"{inventory.compile_cache}/{recipe.model.cache_namespace}:/root/.cache/vllm",
+            "-v", f"{inventory.model_cache_of(cluster, node.name)}:{container_cache}:ro",
+            "-v", f"{inventory.compile_cache_of(node.name)}/{recipe.model.cache_namespace}"
+                  ":/root/.cache/vllm",
         ]  # fmt: skip
         argv += ["--env-file", ENV_FILE, recipe.image.ref]
         argv += recipe.launcher.command

@@ -113,6 +113,19 @@ async def test_crash_mid_boot_rolls_back_every_rank(cockpit: Cockpit) -> None:
     assert containers(cockpit.fleet, "dgx1") == [] and containers(cockpit.fleet, "dgx2") == []
 
 
+async def test_a_rank_docker_refuses_reports_the_daemons_reason(cockpit: Cockpit) -> None:
+    """`docker run` ends with its help hint: the notice carries the reason before it, and the
+    container the daemon made (created, never started) is rolled back."""
+    cockpit.fleet.set_fault("dgx2", "no-container-toolkit")
+    events = await run(launch(cockpit.ctx, cockpit.recipe(QWEN), "2nodes-dac",
+                              boot_timeout_s=BOOT_TIMEOUT))  # fmt: skip
+    assert finished(events).exit_code == 1
+    failure = next(e for e in events if isinstance(e, Notice) and e.line)
+    assert failure.node == "dgx2" and "did not start" in failure.message
+    assert failure.line == 'could not select device driver "" with capabilities: [[gpu]]'
+    assert containers(cockpit.fleet, "dgx2") == []
+
+
 async def test_sync_restores_the_digest_so_a_launch_by_digest_works(cockpit: Cockpit) -> None:
     fleet = cockpit.fleet
     recipe = cockpit.recipe(QWEN)

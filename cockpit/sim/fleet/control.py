@@ -169,7 +169,7 @@ class SimFleet:
         if self.pid() is not None:
             raise FleetError(f"a simulated fleet already runs in {self.root} (pid {self.pid()})")
         self.layout.root.mkdir(parents=True, exist_ok=True)
-        for stale in ("status.json", "control.json", "fleet.json"):
+        for stale in ("status.json", "control.json", "fleet.json", "registry.down"):
             (self.layout.root / stale).unlink(missing_ok=True)
         self.config.save(self.layout.config)
         env = dict(os.environ)
@@ -274,6 +274,21 @@ class SimFleet:
 
     def start_node(self, name: str, timeout: float = 10.0) -> None:
         self._set_stopped(name, False, timeout)
+
+    # -------------------------------------------------------------- registry
+
+    def set_registry(self, up: bool) -> None:
+        """Bring the simulated registry up or take it down: while it is down every node's
+        `docker pull`, and a `docker run` that needs a manifest, fails as on a real node whose
+        registry does not answer."""
+        if up:
+            self.layout.registry_down.unlink(missing_ok=True)
+        else:
+            self.layout.registry_down.write_text("down\n")
+
+    @property
+    def registry_up(self) -> bool:
+        return not self.layout.registry_down.exists()
 
     # -------------------------------------------------------------- node state
 

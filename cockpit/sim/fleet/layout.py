@@ -3,7 +3,8 @@
 <dir>/
   fleet-config.json   what to run (written by `SimFleet.start`, read by the daemon)
   fleet.json          what runs: nodes -> host/port, user, server kind, links (read by tools)
-  fleet.pid, fleet.log, control.json (nodes held stopped), registry.json (digest -> image id)
+  fleet.pid, fleet.log, control.json (nodes held stopped), registry.json (digest -> image id),
+  registry.down       present while the simulated registry is down
   clusters.toml, *.toml, client_key, known_hosts   the inventory a cockpit points at
   bin/                the node tools (docker, nvidia-smi, ssh, node-exec)
   ssh/                the fleet's internal key and known_hosts (node-to-node ssh), authorized_keys
@@ -21,6 +22,8 @@ import secrets
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
+
+from cockpit.sim.tools.nodestate import REGISTRY_DOWN
 
 ServerKind = Literal["asyncssh", "openssh"]
 DockerKind = Literal["sim", "real"]
@@ -93,6 +96,11 @@ class FleetLayout:
     @property
     def registry(self) -> Path:
         return self.root / "registry.json"
+
+    @property
+    def registry_down(self) -> Path:
+        """Present while the simulated registry is down (see `SimFleet.set_registry`)."""
+        return self.root / REGISTRY_DOWN
 
     @property
     def bin_dir(self) -> Path:

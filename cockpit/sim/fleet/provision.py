@@ -36,8 +36,8 @@ from cockpit.sim.tools.nodestate import GIB, NodeState, derive_hex, new_image
 
 SNAPSHOTS = Path(__file__).resolve().parents[1] / "snapshots"
 HCAS = ["rocep1s0f0", "roceP2p1s0f0", "rocep1s0f1", "roceP2p1s0f1"]
-MODEL_CACHE = "hf-cache"  # relative to a node's $HOME, where every session starts
-COMPILE_CACHE = "vllm-cache"
+MODEL_CACHE = "hf-cache"  # in the node's folder; the inventory names it by its absolute path
+COMPILE_CACHE = "vllm-cache"  # in the node's $HOME
 
 
 @dataclass(frozen=True)
@@ -265,12 +265,12 @@ def write_inventory(
     project = tomllib.loads((recipes_dir / "clusters.toml").read_text())
     defaults = dict(project.get("defaults", {}))
     real = lane_images is not None
-    defaults.update(
-        ssh_user=config.user,
-        ssh_port=port,
-        model_cache=str(layout.nas_dir / MODEL_CACHE) if real else MODEL_CACHE,
-        compile_cache=str(layout.nas_dir / COMPILE_CACHE) if real else COMPILE_CACHE,
-    )
+    defaults.update(ssh_user=config.user, ssh_port=port)
+    if real:  # one folder every node mounts at the same absolute path (a NAS)
+        defaults.update(
+            model_cache=str(layout.nas_dir / MODEL_CACHE),
+            compile_cache=str(layout.nas_dir / COMPILE_CACHE),
+        )
     ssh = dict(project.get("ssh", {}))
     ssh.update(known_hosts="known_hosts", identity_files=["client_key"])
     clusters = {
@@ -282,7 +282,19 @@ def write_inventory(
         "defaults": defaults,
         "ssh": ssh,
         "nodes": {
-            n: {"host": node_host(n, config.subnet), "port": port, "user": config.user}
+            n: {
+                "host": node_host(n, config.subnet),
+                "port": port,
+                "user": config.user,
+                **(
+                    {}
+                    if real
+                    else {  # every node's caches are its own folders: absolute, as docker needs
+                        "model_cache": str(layout.node_dir(n) / MODEL_CACHE),
+                        "compile_cache": str(layout.node_dir(n) / "home" / COMPILE_CACHE),
+                    }
+                ),
+            }
             for n in names
         },
         "clusters": clusters,
@@ -292,7 +304,7 @@ def write_inventory(
         + (
             "# A real Docker daemon per node; the caches: one folder all nodes mount (a NAS).\n\n"
             if real
-            else "# model_cache is relative: every session starts in the node's own $HOME.\n\n"
+            else "# Each node's model_cache and compile_cache are its own (absolute) folders.\n\n"
         )
     )
     (layout.root / "clusters.toml").write_text(header + tomli_w.dumps(document))
