@@ -69,7 +69,29 @@ def build_app(ctx: ServerContext) -> web.Application:
         response.headers[SPEED_HEADER] = repr(ctx.core.speed)
         return response
 
-    app = web.Application(middlewares=[speed_header], client_max_size=64 * 2**20)
+    @web.middleware
+    async def http_metrics(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        """prometheus-fastapi-instrumentator's figures: handler = the route template."""
+        began = ctx.core.now()
+        status, size = 500, 0
+        try:
+            response = await handler(request)
+            status, size = response.status, response.content_length or 0
+            return response
+        except web.HTTPException as refused:
+            status = refused.status
+            raise
+        finally:
+            resource = request.match_info.route.resource
+            route = resource.canonical if resource is not None else "none"
+            length = request.content_length or 0
+            ctx.core.metrics.on_http(
+                route, request.method, status, length, size, ctx.core.now() - began
+            )
+
+    app = web.Application(middlewares=[http_metrics, speed_header], client_max_size=64 * 2**20)
     handlers = _Handlers(ctx)
     app.router.add_get("/health", handlers.health)
     app.router.add_get("/v1/models", handlers.models)
