@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from cockpit.sim.engine import logs, nccl, text
-from cockpit.sim.engine.args import parse
+from cockpit.sim.engine.args import parse, vllm_flags
 from cockpit.sim.engine.boot import BootPlan, after_nccl
 from cockpit.sim.engine.calibration import for_lane
 from cockpit.sim.engine.runtime import build_rank, make_plan
@@ -48,7 +48,7 @@ def test_pseudo_text_is_deterministic_one_token_per_character() -> None:
 
 
 def test_launcher_contract_parses_and_reports_non_default_args() -> None:
-    args, unknown = parse(
+    args = parse(
         [
             "serve",
             "/c/models--XiaomiMiMo--MiMo-V2.6-Flash-MOPD/snapshots/5f1c",
@@ -57,13 +57,40 @@ def test_launcher_contract_parses_and_reports_non_default_args() -> None:
             "--speculative-config", '{"method": "dflash", "num_speculative_tokens": 5}',
             "--compilation-config", '{"cudagraph_capture_sizes": [1, 2, 4, 96]}',
             "--hf-overrides", '{"x": 1}', "--no-enable-flashinfer-autotune",
+            "--max_num_seqs=16", "--num-gpu-blocks-override", "4096",
         ]
     )  # fmt: skip
     assert (args.tensor_parallel_size, args.node_rank, args.headless) == (4, 2, True)
     assert args.num_spec_tokens == 5 and args.graph_max_tokens == 96
-    assert "--no-enable-flashinfer-autotune" in unknown
+    assert args.spec_method == "dflash" and args.max_num_seqs == 16
+    assert args.num_gpu_blocks_override == 4096 and args.kv_cache_memory_bytes is None
     assert args.non_default_args["hf_overrides"] == '{"x": 1}'
-    assert args.non_default_args["no_enable_flashinfer_autotune"] is True
+    assert args.non_default_args["enable_flashinfer_autotune"] is False
+    assert "gpu_memory_utilization" not in args.non_default_args
+
+
+def test_an_option_vllm_lacks_is_refused_like_the_real_cli(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`vllm serve M --bogus-flag 1` on vLLM 0.32.0: the top-level usage, then argparse's error
+    naming every left-over word, exit status 2 (checked against the real CPU build)."""
+    with pytest.raises(SystemExit) as exited:
+        parse(["serve", "/m", "--max-model-len", "4096", "--bogus-flag", "1"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "usage: vllm [-h] [-v]",
+        "            {chat,complete,serve,launch,bench,collect-env,download-kernels,preload,"
+        "run-batch,snapshot}",
+        "            ...",
+        "vllm: error: unrecognized arguments: --bogus-flag 1",
+    ]
+    # every option of the real CLI is known, abbreviations included (argparse's allow_abbrev)
+    assert len(vllm_flags()) > 400
+    assert (
+        parse(["serve", "/m", "--max-model-le", "100", "--kernel-config", "{}"]).max_model_len
+        == 100
+    )
 
 
 def test_stats_and_spec_lines_parse_as_vllm_lines() -> None:
@@ -77,7 +104,7 @@ def test_stats_and_spec_lines_parse_as_vllm_lines() -> None:
 
 
 def test_boot_lines_walk_the_telemetry_boot_reducer_to_capture() -> None:
-    args, _ = parse(["serve", "/m/models--XiaomiMiMo--MiMo-V2.6-Flash-MOPD/snapshots/r"])
+    args = parse(["serve", "/m/models--XiaomiMiMo--MiMo-V2.6-Flash-MOPD/snapshots/r"])
     cal = for_lane("flash", 4)
     gib, tokens = cal.kv_pool(0.85)
     plan = BootPlan(args, cal, "MiMoV2ForCausalLM", gib, tokens, autotune_cached=False, rank=0)
@@ -115,7 +142,7 @@ def test_plan_reads_the_snapshot_config(tmp_path: Path) -> None:
         '{"architectures": ["MiMoV2ForCausalLM"], "num_attention_heads": 96, '
         '"num_key_value_heads": 8, "max_position_embeddings": 131072}'
     )
-    args, _ = parse(["serve", str(snap), "--tensor-parallel-size", "8"])
+    args = parse(["serve", str(snap), "--tensor-parallel-size", "8"])
     rank = build_rank(args, {"COCKPIT_SIM_NODE_DIR": str(tmp_path / "node")})
     plan = make_plan(rank)
     assert plan.cal.key == "pro-tp8" and plan.cal.num_attention_heads == 96
