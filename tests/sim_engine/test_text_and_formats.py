@@ -40,11 +40,45 @@ def test_transformers_loads_the_tokenizer_and_its_chat_template_matches() -> Non
     assert tok.encode(rendered, add_special_tokens=False) == text.encode(rendered)
 
 
-def test_pseudo_text_is_deterministic_one_token_per_character() -> None:
+def test_pseudo_text_is_deterministic_and_count_tokens_long() -> None:
     piece = text.pseudo_text(42, 10, 300)
     assert piece == text.pseudo_text(42, 10, 300)
-    assert len(text.encode(piece)) == 300
-    assert text.pseudo_text(42, 0, 310)[10:] == piece
+    assert text.encode(piece) == text.pseudo_ids(42, 10, 300)
+    assert text.pseudo_ids(42, 0, 310)[10:] == text.pseudo_ids(42, 10, 300)
+
+
+def test_tokenizer_density_is_a_real_models() -> None:
+    """About a token per word (a real model's 700 words → ~705 tokens), not one per byte: the
+    engine's own words are one token each, the bench book's 1.4, common English about 1.2."""
+    from cockpit.bench.prompts import book_text
+
+    words = text.pseudo_text(3, 0, 2000).split()[:700]
+    assert len(text.encode(" ".join(words))) <= 720
+    book = " ".join(book_text().split()[:700])
+    assert len(text.encode(book)) < 1.6 * 700
+    assert len(book) / len(text.encode(book)) > 3.5  # characters per token, as real models
+    english = (
+        "The quick brown fox jumps over the lazy dog while the people of the city look at "
+        "the river and the mountain, and every child wants to know where the water goes."
+    )
+    assert len(text.encode(english)) < 1.3 * len(english.split())
+
+
+def test_snapshots_carry_the_engine_tokenizer() -> None:
+    from cockpit.sim.engine.tokenizer.build import FILES, snapshot_dirs
+
+    assert len(snapshot_dirs()) == 3
+    for snapshot in snapshot_dirs():
+        for name in FILES:
+            assert (snapshot / name).read_bytes() == (text.TOKENIZER_DIR / name).read_bytes()
+
+
+def test_incremental_decoder_holds_back_a_split_character() -> None:
+    ids = text.encode(" café")
+    decoder = text.IncrementalDecoder()
+    pieces = [decoder.feed([i]) for i in ids]
+    assert "".join(pieces) == " café" and "" in pieces
+    assert text.pseudo_ids(1, 0, 400, multibyte=True) != text.pseudo_ids(1, 0, 400)
 
 
 def test_launcher_contract_parses_and_reports_non_default_args() -> None:
