@@ -299,13 +299,16 @@ def serving(plan: BootPlan) -> list[LogEvent]:
     a = plan.args
     events = [
         LogEvent(0.4, "idle", "Supported tasks: ['generate']", "APIServer", "entry.py:136"),
-        LogEvent(0.0, "idle", f"Starting vLLM API server 0 on http://{a.host}:{a.port}",
+        LogEvent(0.0, "idle", f"Starting vLLM server on http://{a.host}:{a.port}",
                  "APIServer", "entry.py:140"),
         LogEvent(0.0, "idle", "Available routes are:", "APIServer", "launcher.py:186"),
     ]  # fmt: skip
     for route, methods in (
         ("/health", "GET"),
+        ("/version", "GET"),
         ("/metrics", "GET"),
+        ("/tokenize", "POST"),
+        ("/detokenize", "POST"),
         ("/v1/models", "GET"),
         ("/v1/chat/completions", "POST"),
         ("/v1/completions", "POST"),

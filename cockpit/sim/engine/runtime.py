@@ -411,6 +411,7 @@ async def _serve(r: Rank, plan: boot.BootPlan) -> tuple[EngineCore, web.AppRunne
         kv_gib=plan.kv_gib,
         lane=plan.cal.key,
         created=int(_wall()),
+        faults=lambda: faults.read_node(r.node_dir).faults,
     )
     runner = web.AppRunner(
         build_app(ctx),
