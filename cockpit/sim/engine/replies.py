@@ -96,6 +96,21 @@ def parse_body(raw: bytes) -> dict[str, Any]:
     return {"body": body}
 
 
+PROMPT_IDS_MARK = "\x00prompt_token_ids\x00"
+_MARK_JSON = json.dumps(PROMPT_IDS_MARK)
+
+
+def ids_json(ids: list[int]) -> str:
+    return "[" + ",".join(map(str, ids)) + "]"
+
+
+def splice(chunk_json: str, prompt_ids_json: str) -> str:
+    """A serialised stream chunk with the prompt's ids in place of their mark. The ids (256K of
+    them at depth) are serialised once, while the prefill runs: serialising them when the first
+    token is due would delay it by tens of milliseconds, which the speed turns into seconds."""
+    return chunk_json.replace(_MARK_JSON, prompt_ids_json, 1)
+
+
 def _usage(prompt: int, completion: int, details: bool) -> dict[str, Any]:
     usage: dict[str, Any] = {
         "prompt_tokens": prompt,
@@ -129,6 +144,10 @@ class Reply:
     def _prompt_ids(self) -> list[int] | None:
         return self.prompt_ids if self.with_ids else None
 
+    def _prompt_ids_mark(self) -> str | None:
+        """In stream chunks: a mark `splice` replaces with the prompt ids' JSON."""
+        return PROMPT_IDS_MARK if self.with_ids else None
+
     def role_chunk(self) -> dict[str, Any]:
         choice = {
             "index": 0,
@@ -137,7 +156,7 @@ class Reply:
             "finish_reason": None,
         }
         chunk = self._head(self.kind) | {"choices": [choice]}
-        return chunk | {"prompt_token_ids": self._prompt_ids(), "prompt_text": None}
+        return chunk | {"prompt_token_ids": self._prompt_ids_mark(), "prompt_text": None}
 
     def delta_chunk(
         self, piece: str, ids: list[int], reason: str | None, first: bool, last_without_usage: bool
@@ -153,7 +172,7 @@ class Reply:
         else:
             choice = {"index": 0, "text": piece, "logprobs": None, "finish_reason": reason}
             choice["stop_reason"] = None
-            choice["prompt_token_ids"] = self._prompt_ids() if first else None
+            choice["prompt_token_ids"] = self._prompt_ids_mark() if first else None
             choice["token_ids"] = token_ids
         chunk = self._head(self.kind) | {"choices": [choice]}
         if last_without_usage:

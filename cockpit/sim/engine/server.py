@@ -383,6 +383,11 @@ class _Handlers:
         await response.prepare(request)
         options = body.get("stream_options") or {}
         usage = isinstance(options, dict) and bool(options.get("include_usage"))
+        prompt_json = replies.ids_json(reply.prompt_ids) if reply.with_ids else ""
+
+        def event(chunk: dict[str, Any]) -> bytes:
+            return f"data: {replies.splice(_dumps(chunk), prompt_json)}\n\n".encode()
+
         decoder = text.IncrementalDecoder()
         held: list[bytes] = []
         carried: list[int] = []
@@ -391,7 +396,7 @@ class _Handlers:
             out = await queue.get()
             reason = out.finish_reason
             if out.first and reply.chat:
-                held.append(_event(reply.role_chunk()))
+                held.append(event(reply.role_chunk()))
             ids = carried + stream.take(out)
             steps += 1
             if stream.bursty and steps == 1 and reason is None:
@@ -400,13 +405,13 @@ class _Handlers:
             carried = []
             last = reason is not None and not usage
             chunk = reply.delta_chunk(decoder.feed(ids), ids, reason, first, last)
-            held.append(_event(chunk))
+            held.append(event(chunk))
             first = False
             if not stream.bursty or steps >= BURST_STEPS or reason is not None:
                 await response.write(b"".join(held))
                 held, steps = [], 0
         if usage:
-            held.append(_event(reply.usage_chunk(len(stream.ids))))
+            held.append(event(reply.usage_chunk(len(stream.ids))))
         held.append(b"data: [DONE]\n\n")
         await response.write(b"".join(held))
         await response.write_eof()
@@ -425,7 +430,3 @@ class _Stream:
         new = text.pseudo_ids(self.seed, len(self.ids), out.count, multibyte=self.bursty)
         self.ids += new
         return new
-
-
-def _event(chunk: dict[str, Any]) -> bytes:
-    return f"data: {_dumps(chunk)}\n\n".encode()
