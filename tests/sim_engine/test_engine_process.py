@@ -139,6 +139,9 @@ def test_boot_log_and_second_boot_skips_the_autotune(
     assert first.wait_for("Application startup complete.", 60)
     log = first.text()
     assert "[b12x] autotune: candidate 394/394" in log
+    assert "[backbone] Dynamo bytecode transform time: " in log  # torch.compile warm-up
+    assert "[backbone] saved AOT compiled function to ~/.cache/vllm/torch_compile_cache/" in log
+    assert "GPU KV cache size: " in log and "tokens, Maximum concurrency for 524,288" in log
     assert "GPU KV cache size: " in log and "Graph capturing finished" in log
     load = _published(node, "idle")
     assert load["util"] == 0 and load["mem_used_mib"] > 90_000 and load["power_w"] < 20
@@ -151,6 +154,8 @@ def test_boot_log_and_second_boot_skips_the_autotune(
     log = second.text()
     assert "[b12x] autotune: selection cache hit, 394 candidates skipped" in log
     assert "autotune: candidate" not in log
+    assert "[backbone] Directly load AOT compilation from path" in log
+    assert "Dynamo bytecode transform time" not in log
 
 
 def test_two_ranks_rendezvous_follow_the_head_and_fall_back_to_socket(
@@ -256,3 +261,26 @@ def test_boot_speed_scales_only_the_boot(procs: list[EngineProc], tmp_path: Path
     assert f"autotune: done, 394 candidates in {cal.autotune_s:.1f} s" in log
     view = httpx.get(proc.url + "/v1/sparkring/status/view", timeout=10).json()
     assert view["speed"] == 5
+
+
+def test_num_gpu_blocks_override_sizes_the_pool(procs: list[EngineProc], tmp_path: Path) -> None:
+    proc = start(tmp_path / "dgx10", SMALL, "--num-gpu-blocks-override", "512",
+                 "--max-model-len", "4096", speed=500)  # fmt: skip
+    procs.append(proc)
+    assert proc.wait_for("Application startup complete.", 30), proc.text()[-2000:]
+    assert "with num_gpu_blocks_override=512" in proc.text()
+    assert "GPU KV cache size: 8,192 tokens" in proc.text()
+    view = httpx.get(proc.url + "/v1/sparkring/status/view", timeout=10).json()
+    assert view["kv_pool"]["num_blocks"] == 512 and view["kv_pool"]["tokens"] == 8192
+    body = httpx.get(proc.url + "/metrics", timeout=10).text
+    info = next(s for f in text_string_to_metric_families(body) for s in f.samples
+                if s.name == "vllm:cache_config_info")  # fmt: skip
+    assert info.labels["num_gpu_blocks"] == "512"
+    assert info.labels["num_gpu_blocks_override"] == "512"
+    assert info.labels["kv_cache_memory_bytes"] == "None"
+
+
+def test_an_unknown_flag_ends_the_engine_as_vllm_serve_does(tmp_path: Path) -> None:
+    proc = start(tmp_path / "dgx11", SMALL, "--enable-warp-drive", speed=500)
+    assert proc.wait_exit(30) == 2
+    assert proc.text().endswith("vllm: error: unrecognized arguments: --enable-warp-drive\n")
