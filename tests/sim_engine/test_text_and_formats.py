@@ -101,6 +101,9 @@ def test_launcher_contract_parses_and_reports_non_default_args() -> None:
     assert args.non_default_args["hf_overrides"] == '{"x": 1}'
     assert args.non_default_args["enable_flashinfer_autotune"] is False
     assert "gpu_memory_utilization" not in args.non_default_args
+    dotted = parse(["serve", "/m", "--speculative-config.method", "ngram",
+                    "--speculative-config.num_speculative_tokens=3"])  # fmt: skip
+    assert (dotted.spec_method, dotted.num_spec_tokens) == ("ngram", 3)
 
 
 def test_an_option_vllm_lacks_is_refused_like_the_real_cli(

@@ -170,14 +170,39 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _dashes(argv: list[str]) -> list[str]:
-    """`--max_model_len=8` → `--max-model-len=8` (the option name only), as vLLM accepts it."""
-    out = []
-    for arg in argv:
+    """`--max_model_len=8` → `--max-model-len=8` (the option name only), and the dotted JSON form
+    `--speculative-config.num_speculative_tokens 5` folded into `--speculative-config {...}`, as
+    vLLM's `FlexibleArgumentParser` reads them."""
+    out: list[str] = []
+    dotted: dict[str, dict[str, Any]] = {}
+    words = iter(argv)
+    for arg in words:
         if arg.startswith("--"):
             key, eq, value = arg.partition("=")
-            arg = key.replace("_", "-") + eq + value
+            base, dot, path = key.partition(".")
+            base = base.replace("_", "-")
+            if dot and vllm_flags().get(base) == "1":
+                raw = value if eq else next(words, "")
+                _nest(dotted.setdefault(base, {}), path.split("."), raw)
+                continue
+            arg = base + (dot + path) + eq + value
         out.append(arg)
+    for base, tree in dotted.items():
+        if base in out:
+            at = out.index(base) + 1
+            out[at] = json.dumps(_json(out[at]) | tree)
+        else:
+            out += [base, json.dumps(tree)]
     return out
+
+
+def _nest(tree: dict[str, Any], path: list[str], raw: str) -> None:
+    for key in path[:-1]:
+        tree = tree.setdefault(key, {})
+    try:
+        tree[path[-1]] = json.loads(raw)
+    except ValueError:
+        tree[path[-1]] = raw
 
 
 def parse(argv: list[str]) -> EngineArgs:
