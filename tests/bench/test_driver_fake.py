@@ -22,7 +22,13 @@ from cockpit.bench.models import FlagKind, PointResult, PointSpec
 from cockpit.bench.run import BenchRequest, bench, beyond_context
 from cockpit.bench.sweep import BuiltinDriver, DriverConfig
 from cockpit.sim.engine.text import TOKENIZER_DIR
+from cockpit.sim.engine.text import encode as _encode
 from tests.bench.fake_engine import MODEL, FakeEngine
+
+
+def tokens(content: str) -> int:
+    """Length in the engine tokenizer's tokens (the bench cuts prompts in them)."""
+    return len(_encode(content))
 
 
 @pytest.fixture
@@ -64,9 +70,9 @@ async def test_warm_point_sends_context_then_context_plus_prompt(
     assert load["messages"][-1]["content"] == "."
     # adapt-prompt: the fake engine counts 10 tokens per message on top of its text, so the
     # context is trimmed by the system turn's and the probe turn's 20 to land on 2000 tokens
-    assert len(load["messages"][0]["content"]) == 2000 - 20
+    assert tokens(load["messages"][0]["content"]) == 2000 - 20
     assert inference["messages"][0]["content"] == load["messages"][0]["content"]
-    assert len(inference["messages"][1]["content"]) == 256
+    assert tokens(inference["messages"][1]["content"]) == 256
     finished = [e for e in events if isinstance(e, PointFinished)]
     assert len(finished) == 1
     result = finished[0].result
@@ -87,7 +93,7 @@ async def test_cold_point_is_one_request_with_unique_prompt(fake: tuple[FakeEngi
     requests = engine.requests[2:]  # after the two warm-up requests
     assert len(requests) == 3
     contents = [r["messages"][1]["content"] for r in requests]
-    assert all(len(c) == 128 for c in contents) and len(set(contents)) == 3
+    assert all(tokens(c) == 128 for c in contents) and len(set(contents)) == 3
 
 
 async def test_time_scale_turns_wall_rates_into_engine_rates(fake: tuple[FakeEngine, str]) -> None:

@@ -13,6 +13,9 @@ Fault names (each prints what the real failure prints, then behaves like it):
 - `hang_after_start`: the engine finishes booting, then its step loop stops: requests are accepted
   and `/health` stays 200 but no token is ever produced; every 60 s of engine time it logs vLLM's
   "No available shared memory broadcast block found" hint and the GPU shows 100 % at low power.
+- `bursty_stream` (read at each request, so it can be switched on a serving lane): SSE streams
+  as a busy host sends them, in bursts of several chunks per write, fewer chunks than tokens, and
+  empty-text chunks that carry token ids (see `server`).
 - `exit_traceback`: once serving, the engine core dies on its first request (or 60 s of engine time
   after startup when no request comes): EngineCore traceback, EngineDeadError, exit 1.
 - `crash_after_probe`: the head serves its first request to the end (a launch's one-token probe
@@ -36,6 +39,7 @@ FAULTS = (
     "hang_after_start",
     "exit_traceback",
     "crash_after_probe",
+    "bursty_stream",
 )
 
 

@@ -28,9 +28,14 @@ from aiohttp import web
 
 from cockpit.sim.engine import boot, faults, gpu_load, logs, nccl
 from cockpit.sim.engine.args import EngineArgs
-from cockpit.sim.engine.calibration import for_lane, model_family, with_model_config
+from cockpit.sim.engine.calibration import (
+    LaneCalibration,
+    for_lane,
+    model_family,
+    with_model_config,
+)
 from cockpit.sim.engine.core import EngineCore
-from cockpit.sim.engine.metrics import EngineMetrics
+from cockpit.sim.engine.metrics import EngineMetrics, cache_config_info
 from cockpit.sim.engine.rendezvous import HeadLink, WorkerLink
 from cockpit.sim.engine.scheduler import Scheduler, SchedulerConfig
 from cockpit.sim.engine.server import AccessLogger, ServerContext, build_app
@@ -145,7 +150,7 @@ def make_plan(r: Rank) -> boot.BootPlan:
     family = model_family(r.args.model)
     config = _model_config(r.args.model)
     cal = with_model_config(for_lane(family, r.args.tensor_parallel_size), config)
-    kv_gib, kv_tokens = cal.kv_pool(r.args.gpu_memory_utilization)
+    kv_gib, kv_tokens = kv_pool(r.args, cal)
     marker = _cache_marker(r)
     archs = config.get("architectures")
     arch = archs[0] if isinstance(archs, list) and archs else _ARCH[family]
@@ -158,6 +163,21 @@ def make_plan(r: Rank) -> boot.BootPlan:
         autotune_cached=marker is not None and marker.exists(),
         rank=r.rank,
     )
+
+
+def kv_pool(a: EngineArgs, cal: LaneCalibration) -> tuple[float, int]:
+    """(KV GiB per rank, tokens) as vLLM sizes the pool: `--kv-cache-memory-bytes` when given
+    (the memory profile and `--gpu-memory-utilization` skipped), else the auto pool; then
+    `--num-gpu-blocks-override` fixes the block count whatever the memory would hold."""
+    if a.kv_cache_memory_bytes:
+        gib = a.kv_cache_memory_bytes / 2**30
+        tokens = a.kv_cache_memory_bytes // cal.kv_bytes_per_token
+    else:
+        gib, tokens = cal.kv_pool(a.gpu_memory_utilization)
+    if a.num_gpu_blocks_override is not None:
+        tokens = a.num_gpu_blocks_override * a.block_size
+        gib = tokens * cal.kv_bytes_per_token / 2**30
+    return gib, tokens - tokens % a.block_size
 
 
 async def _publisher(r: Rank, link: HeadLink | None) -> None:
@@ -372,19 +392,21 @@ async def _serve(r: Rank, plan: boot.BootPlan) -> tuple[EngineCore, web.AppRunne
         block_size=a.block_size,
         num_blocks=plan.kv_tokens // a.block_size,
         num_spec_tokens=a.num_spec_tokens,
+        spec_method=a.spec_method,
         graph_max_tokens=a.graph_max_tokens,
         enable_prefix_caching=a.enable_prefix_caching,
     )
-    cache_info = {
-        "block_size": str(a.block_size),
-        "num_gpu_blocks": str(config.num_blocks),
-        "cache_dtype": a.kv_cache_dtype,
-        "enable_prefix_caching": str(a.enable_prefix_caching),
-        "gpu_memory_utilization": str(a.gpu_memory_utilization),
-        "kv_cache_size_tokens": str(plan.kv_tokens),
-        "kv_cache_memory_bytes": str(int(plan.kv_gib * 2**30)),
-        "kv_cache_max_concurrency": f"{plan.kv_tokens / plan.max_model_len:.2f}",
-    }
+    cache_info = cache_config_info(
+        block_size=a.block_size,
+        user_block_size=a.user_block_size,
+        cache_dtype=a.kv_cache_dtype,
+        gpu_memory_utilization=a.gpu_memory_utilization,
+        enable_prefix_caching=a.enable_prefix_caching,
+        num_gpu_blocks=config.num_blocks,
+        num_gpu_blocks_override=a.num_gpu_blocks_override,
+        kv_cache_memory_bytes=a.kv_cache_memory_bytes,
+        max_model_len=plan.max_model_len,
+    )
     metrics = EngineMetrics(a.name, cache_info, plan.max_model_len, a.num_spec_tokens)
     core = EngineCore(Scheduler(plan.cal, config), r.speed, metrics)
     ctx = ServerContext(
@@ -395,6 +417,7 @@ async def _serve(r: Rank, plan: boot.BootPlan) -> tuple[EngineCore, web.AppRunne
         kv_gib=plan.kv_gib,
         lane=plan.cal.key,
         created=int(_wall()),
+        faults=lambda: faults.read_node(r.node_dir).faults,
     )
     runner = web.AppRunner(
         build_app(ctx),
@@ -533,14 +556,37 @@ def _store_timeout(joined: int, world: int) -> list[str]:
 
 
 def _kv_too_small(plan: boot.BootPlan) -> list[str]:
+    """vLLM 0.32's `_check_enough_kv_cache_memory` refusal (GiB figures as its `format_gib`)."""
+    per_token = plan.cal.kv_bytes_per_token
+    needed = round(plan.max_model_len * per_token / 2**30, 2)
+    available = round(max(plan.kv_gib, 0.0), 2)
+    if plan.kv_tokens <= 0:
+        return [
+            *_kv_traceback(),
+            "ValueError: No available memory for the cache blocks. Try increasing "
+            "`gpu_memory_utilization` when initializing the engine (this flag also controls CPU "
+            "memory reservation on the CPU backend, despite its name). See "
+            "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.",
+        ]
+    estimate = (
+        f"Based on the available memory, the estimated maximum model length is {plan.kv_tokens}. "
+    )
+    return [
+        *_kv_traceback(),
+        f"ValueError: To serve at least one request with the model's max seq len "
+        f"({plan.max_model_len}), ({needed} GiB KV cache is needed, which is larger than the "
+        f"available KV cache memory ({available} GiB). {estimate}Try increasing "
+        "`gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or "
+        "decreasing `max_model_len` when initializing the engine. See "
+        "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.",
+    ]
+
+
+def _kv_traceback() -> list[str]:
     return [
         "Traceback (most recent call last):",
         '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/core/kv_cache_utils.py", '
-        "line 686, in check_enough_kv_cache_memory",
-        f"ValueError: To serve at least one request with the models's max seq len "
-        f"({plan.max_model_len}), KV cache is needed, which is larger than the available KV "
-        f"cache memory ({max(plan.kv_gib, 0.0):.2f} GiB). Try increasing "
-        "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+        "line 1030, in _check_enough_kv_cache_memory",
     ]
 
 
