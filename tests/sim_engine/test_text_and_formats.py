@@ -64,13 +64,19 @@ def test_tokenizer_density_is_a_real_models() -> None:
     assert len(text.encode(english)) < 1.3 * len(english.split())
 
 
-def test_snapshots_carry_the_engine_tokenizer() -> None:
-    from cockpit.sim.engine.tokenizer.build import FILES, snapshot_dirs
+def test_provisioned_snapshots_carry_the_engine_tokenizer(tmp_path: Path) -> None:
+    from cockpit.sim.engine.tokenizer.build import FILES
+    from cockpit.sim.fleet.provision import SNAPSHOTS, copy_snapshot
 
-    assert len(snapshot_dirs()) == 3
-    for snapshot in snapshot_dirs():
+    trees = sorted(p for p in SNAPSHOTS.glob("*/*") if p.is_dir())
+    assert len(trees) == 3
+    for tree in trees:
+        repo, revision = tree.parent.name.replace("--", "/"), tree.name
+        copy_snapshot(tmp_path, repo, revision, tree)
+        model = tmp_path / "hf-cache" / "hub" / ("models--" + tree.parent.name)
         for name in FILES:
-            assert (snapshot / name).read_bytes() == (text.TOKENIZER_DIR / name).read_bytes()
+            copied = model / "snapshots" / revision / name
+            assert copied.read_bytes() == (text.TOKENIZER_DIR / name).read_bytes()
 
 
 def test_incremental_decoder_holds_back_a_split_character() -> None:

@@ -10,9 +10,9 @@ engine's own pseudo-words (`text.SYLLABLES`) and numbers.
 Pre-tokenisation splits at spaces, the space joining the next word (SentencePiece's way): every
 piece is encoded on its own, which lets `text.encode` cache pieces and stay fast on 256K-token
 prompts. Loadable by `tokenizers.Tokenizer.from_file` and by `transformers.AutoTokenizer`
-(the chat template lives in tokenizer_config.json). The same two files are copied into the
-simulated model snapshots (`cockpit/sim/snapshots/*/*/`), where a client finds "the lane's
-tokenizer" as on a real node.
+(the chat template lives in tokenizer_config.json). The fleet copies the two files into every
+simulated model snapshot it provisions (`provision.copy_snapshot`), where a client finds "the
+lane's tokenizer" as on a real node.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from cockpit.sim.engine.text import SPECIAL_TOKENS, SYLLABLES
 
 HERE = Path(__file__).parent
-SNAPSHOTS = HERE.parents[1] / "snapshots"
 FILES = ("tokenizer.json", "tokenizer_config.json")
 VOCAB_SIZE = 4096
 CHAT_TEMPLATE = (
@@ -130,18 +129,10 @@ def config() -> dict[str, object]:
     }
 
 
-def snapshot_dirs() -> list[Path]:
-    """Every placeholder model snapshot of the simulated fleet (`ORG--NAME/REVISION`)."""
-    return sorted(p for p in SNAPSHOTS.glob("*/*") if p.is_dir())
-
-
 def main() -> None:
     build().save(str(HERE / "tokenizer.json"), pretty=False)
     text = json.dumps(config(), indent=2) + "\n"
     (HERE / "tokenizer_config.json").write_text(text, encoding="utf-8")
-    for snapshot in snapshot_dirs():
-        for name in FILES:
-            (snapshot / name).write_bytes((HERE / name).read_bytes())
 
 
 if __name__ == "__main__":
