@@ -17,3 +17,17 @@ def collector_paused() -> Iterator[None]:
     yield
     gc.enable()
     gc.unfreeze()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Boot the real vLLM lane in the background as soon as a selected test needs it."""
+    if any(item.get_closest_marker("realvllm") for item in session.items):
+        from tests import real_vllm
+
+        real_vllm.start()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    from tests import real_vllm
+
+    real_vllm.stop()

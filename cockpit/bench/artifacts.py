@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+from cockpit.atomic import write_atomic
 from cockpit.bench.models import Report, from_json, to_json
 from cockpit.bench.report import render_markdown
 from cockpit.errors import InputError
+from cockpit.redact import redact
 
 _LABEL = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -28,21 +28,6 @@ def timestamp(now: datetime | None = None) -> str:
 def safe_label(label: str) -> str:
     """A label usable in a file name (the operators' labels are kebab-case already)."""
     return _LABEL.sub("-", label).strip("-") or "bench"
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write to a temporary file in the same folder, fsync, then rename over `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def load_report(path: Path) -> Report:
@@ -86,6 +71,6 @@ def save_report(directory: Path, report: Report) -> tuple[Path, Path]:
     if report.baseline:
         with contextlib.suppress(InputError):  # an unreadable baseline costs the deltas only
             baseline = load_report(directory / report.baseline)
-    write_atomic(json_path, json.dumps(to_json(report), indent=2) + "\n")
-    write_atomic(md_path, render_markdown(report, baseline))
+    write_atomic(json_path, redact(json.dumps(to_json(report), indent=2)) + "\n")
+    write_atomic(md_path, redact(render_markdown(report, baseline)))
     return json_path, md_path

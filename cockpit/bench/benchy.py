@@ -17,7 +17,9 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import signal
+import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -38,7 +40,7 @@ from cockpit.bench.events import (
     PointStarted,
     RequestProgress,
 )
-from cockpit.bench.method import PhaseStats, Stat
+from cockpit.bench.method import PhaseStats, Stat, implausible_runs
 from cockpit.bench.models import (
     EngineObservation,
     Flag,
@@ -49,6 +51,7 @@ from cockpit.bench.models import (
 )
 from cockpit.bench.prompts import book_text
 from cockpit.bench.watch import MetricsSampler, Watchdog
+from cockpit.errors import InputError
 from cockpit.ops.events import OpEvent
 
 if TYPE_CHECKING:
@@ -81,6 +84,8 @@ def benchy_argv(
     ]  # fmt: skip
     if not cfg.warmup:
         argv.append("--no-warmup")
+    if not cfg.adapt_prompt:
+        argv.append("--no-adapt-prompt")
     if first.cold:
         argv.append("--no-cache")
     elif any(p.depth > 0 for p in points):
@@ -154,6 +159,41 @@ def parse_benchy_result(
             inference = phase
         out[key] = (inference, context)
     return out
+
+
+def _cut(stat: Stat | None, bad: set[int], runs: int) -> Stat | None:
+    """`stat` without the values of the runs in `bad` (one value per run, or per request)."""
+    if stat is None or not bad:
+        return stat
+    values = stat.values
+    if not values or len(values) % runs:
+        return stat
+    per_run = len(values) // runs
+    return Stat.of([v for i, v in enumerate(values) if i // per_run not in bad])
+
+
+def drop_runs(phase: PhaseStats, bad: set[int], runs: int) -> PhaseStats:
+    """A llama-benchy phase with the runs in `bad` left out of every figure (counted)."""
+    if not bad:
+        return phase
+    return replace(
+        phase,
+        **{
+            name: _cut(getattr(phase, name), bad, runs)
+            for name in ("pp", "pp_req", "tg", "tg_req", "ttfr_ms", "est_ppt_ms", "e2e_ttft_ms")
+        },
+        dropped=len(bad),
+    )
+
+
+def run_stream_rates(phase: PhaseStats, runs: int) -> list[list[float]]:
+    """Per run, each stream's tg t/s, from llama-benchy's per-request values."""
+    stat = phase.tg_req if phase.concurrency > 1 else phase.tg
+    values = stat.values if stat else ()
+    if not values or len(values) % runs:
+        return []
+    per_run = len(values) // runs
+    return [list(values[i * per_run : (i + 1) * per_run]) for i in range(runs)]
 
 
 @dataclass
@@ -288,10 +328,8 @@ class BenchyDriver(Driver):
                     continue
                 inference, context = found[(spec.depth, spec.concurrency, spec.pp, spec.tg)]
                 tracker = trackers.get(spec, ProgressTracker(spec))
-                yield self._ev(
-                    PointFinished,
-                    result=self._result(spec, inference, context, tracker, hangs.get(spec, [])),
-                )
+                result = self._result(spec, inference, context, tracker, hangs.get(spec, []), state)
+                yield self._ev(PointFinished, result=result)
                 remaining.remove(spec)
             if state.hung_for and current is not None and current in remaining:
                 record = HangRecord(state.hung_for, "", state.forensics)
@@ -347,11 +385,16 @@ class BenchyDriver(Driver):
         by_key = {(p.depth, p.concurrency): p for p in points}
         by_request: dict[int, ProgressTracker] = {}
         index = {p: i for i, p in enumerate(self.cfg.points)}
+        # the engine's own decode rate per point, from its counters at the points' boundaries
+        # (its histograms count a request when it finishes, so a scrape as the next point
+        # starts holds exactly the previous point's requests)
+        before = await sampler.scrape()
         try:
             watchdog.touch()
             async for event in _lines(proc, watchdog, state):
                 if event.get("type") == "latency_measured":
                     scaled = float(event.get("latency_s", 0.0)) * self.cfg.time_scale
+                    state.latency_s = scaled
                     yield self._ev(LatencyMeasured, latency_s=scaled, mode=self.cfg.latency_mode)
                     continue
                 rid = event.get("request_id")
@@ -361,6 +404,10 @@ class BenchyDriver(Driver):
                     if spec is None:
                         continue
                     if spec not in trackers:
+                        after = await sampler.scrape()
+                        if state.current is not None and after is not None:
+                            state.bounds[state.current] = after.decode_bound_since(before)
+                        before = after
                         trackers[spec] = ProgressTracker(spec)
                         state.current = spec
                         yield self._ev(
@@ -384,6 +431,10 @@ class BenchyDriver(Driver):
                         tokens=tokens,
                         done=done,
                     )
+            if state.current is not None and not watchdog.hung():
+                after = await sampler.scrape()
+                if after is not None:
+                    state.bounds[state.current] = after.decode_bound_since(before)
             if watchdog.hung():
                 state.hung_for = watchdog.idle_s()
                 # `py-spy dump` may take seconds: not on the (TUI's) event loop
@@ -405,14 +456,21 @@ class BenchyDriver(Driver):
         context: PhaseStats | None,
         tracker: ProgressTracker,
         hangs: list[HangRecord],
+        state: _ProcessState,
     ) -> PointResult:
-        scale = self.cfg.time_scale
+        scale, runs = self.cfg.time_scale, self.cfg.runs
+        flags: list[Flag] = []
+        if inference is not None:
+            bound = state.bounds.get(spec)
+            bad = implausible_runs(run_stream_rates(inference, runs), [bound] * runs)
+            if bad:
+                flags.append(honesty.implausible_flag(spec, bad, runs))
+                inference = drop_runs(inference, set(bad), runs)
         observations = [
             EngineObservation(window_s=(end - start) * scale, stagger_s=stagger * scale)
             for (start, end), stagger in decode_windows(tracker)
         ]
         engine = honesty.worst(observations)
-        flags: list[Flag] = []
         flag = honesty.prefill_in_decode(spec, engine)
         if flag is not None:
             flags.append(flag)
@@ -421,14 +479,23 @@ class BenchyDriver(Driver):
             flags.append(
                 Flag(FlagKind.HUNG, f"{spec.label}: llama-benchy hung once; the retry completed")
             )
+        latency_ms = state.latency_s * 1000 if state.latency_s is not None else None
         return PointResult(
-            spec, inference, context=context, engine=engine, flags=tuple(flags), hangs=records
+            spec,
+            inference,
+            context=context,
+            engine=engine,
+            flags=tuple(flags),
+            hangs=records,
+            latency_ms=latency_ms,
         )
 
 
 @dataclass
 class _ProcessState:
     current: PointSpec | None = None
+    bounds: dict[PointSpec, float | None] = field(default_factory=dict)
+    latency_s: float | None = None
     hung_for: float = 0.0
     forensics: str = ""
     stderr_tail: list[str] = field(default_factory=list)
@@ -473,6 +540,22 @@ async def _lines(
         for task in pumps:
             task.cancel()
         await asyncio.gather(*pumps, return_exceptions=True)
+
+
+def find_script(executable: str | None = None) -> str:
+    """llama-benchy's script: beside this interpreter (a venv's bin, even when that venv is not
+    on PATH), else on PATH; a one-line reason (exit 2) when it is in neither."""
+    executable = executable or sys.executable
+    beside = Path(executable).parent / "llama-benchy"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    found = shutil.which("llama-benchy")
+    if found:
+        return found
+    raise InputError(
+        f"--driver llama-benchy: no llama-benchy script beside {executable} nor on PATH "
+        "(install the bench extra: pip install 'cockpit[bench]')"
+    )
 
 
 def _read_result(

@@ -8,15 +8,19 @@ derived from them is in the engine's units.
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from cockpit.bench.method import RequestTiming
 from cockpit.telemetry.sse import SseParser
+
+if TYPE_CHECKING:
+    import aiohttp
 
 CONTEXT_LOAD_USER_MESSAGE = "."  # llama-benchy's probe turn for a context load
 
@@ -38,8 +42,20 @@ def messages(context: str, prompt: str) -> list[dict[str, str]]:
     return out
 
 
+_PROMPT_IDS = re.compile(r'"prompt_token_ids":\[[\d,\s]*\]')
+_LARGE = 1 << 16
+
+
 def _chunk_fields(data: str) -> tuple[bool, bool, int | None, dict[str, Any] | None]:
-    """(has choices, has content, token-id count, usage) of one SSE data payload."""
+    """(has choices, has text, token-id count, usage) of one SSE data payload.
+
+    A chunk may carry token ids with empty text (a token that ends inside a UTF-8 character,
+    a special token): its tokens count all the same. With `return_token_ids` vLLM puts the whole
+    prompt's ids on the first chunk (1.5 MB at a 256K depth): they are cut out before parsing,
+    which would otherwise take tens of ms while the first tokens wait in the socket and are then
+    stamped together."""
+    if len(data) > _LARGE:
+        data = _PROMPT_IDS.sub('"prompt_token_ids":null', data, count=1)
     try:
         obj = json.loads(data)
     except ValueError:
@@ -70,8 +86,24 @@ def chat_body(model: str, context: str, prompt: str, max_tokens: int) -> bytes:
     return json.dumps(payload).encode()
 
 
+def stream_session(connections: int, timeout_s: float) -> aiohttp.ClientSession:
+    """The streaming requests' HTTP client: aiohttp, as llama-benchy's.
+
+    Its `iter_any()` hands over everything one socket read delivered at once, so SSE chunks that
+    arrived together get one timestamp (httpx yields each HTTP chunk of a read separately, and
+    stamping each apart made bursts look like 10,000+ t/s of decode). Keep-alive connections,
+    so a stream does not pay a connection setup (an SSH channel through a forward) in its TTFT.
+    """
+    import aiohttp  # ~0.25 s of imports: only a bench pays them
+
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=connections, keepalive_timeout=600),
+        timeout=aiohttp.ClientTimeout(total=timeout_s, sock_connect=30.0),
+    )
+
+
 async def stream_chat(
-    http: httpx.AsyncClient,
+    session: aiohttp.ClientSession,
     base_url: str,
     body: bytes,
     expected_prompt_tokens: int,
@@ -81,25 +113,29 @@ async def stream_chat(
     """Send one streaming chat completion (`chat_body`) and time it; errors go to `.error`.
 
     Bodies are encoded before a batch starts so the streams of a batch leave together: encoding
-    a 256K-token prompt takes milliseconds, which would stagger the arrivals.
+    a 256K-token prompt takes milliseconds, which would stagger the arrivals. Tokens are counted
+    from the chunks' token ids (chunks with empty text included), else from `usage`.
     """
+    import aiohttp
+
     timing = RequestTiming(start=clock.now(), expected_prompt_tokens=expected_prompt_tokens)
     tokens = 0
     try:
         headers = {"Content-Type": "application/json"}
         url = f"{base_url}/v1/chat/completions"
-        async with http.stream("POST", url, content=body, headers=headers) as resp:
-            if resp.status_code != 200:
-                answer = (await resp.aread()).decode(errors="replace")
-                timing.error = f"HTTP {resp.status_code}: {answer[:300]}"
+        async with session.post(url, data=body, headers=headers) as resp:
+            if resp.status != 200:
+                answer = (await resp.read()).decode(errors="replace")
+                timing.error = f"HTTP {resp.status}: {answer[:300]}"
                 return timing
             parser = SseParser()
-            async for piece in resp.aiter_raw():
+            async for piece in resp.content.iter_any():
+                # one timestamp per socket read: SSE chunks that arrived together share it
                 at = clock.now()
                 for event in parser.feed(piece):
                     if event.data.strip() == "[DONE]":
                         continue
-                    has_choices, has_content, ids, usage = _chunk_fields(event.data)
+                    has_choices, has_text, ids, usage = _chunk_fields(event.data)
                     if usage:
                         if isinstance(usage.get("prompt_tokens"), int):
                             timing.usage_prompt_tokens = usage["prompt_tokens"]
@@ -107,19 +143,25 @@ async def stream_chat(
                             timing.usage_completion_tokens = usage["completion_tokens"]
                     if has_choices and timing.first_response is None:
                         timing.first_response = at
-                    if has_content:
+                    if ids or (has_text and ids is None):
                         timing.content_chunk(at, ids)
                         tokens += ids if ids is not None else 1
                         if on_tokens is not None:
                             on_tokens(tokens)
         timing.finalize(clock.now())
-    except httpx.HTTPError as exc:
+    except (aiohttp.ClientError, TimeoutError) as exc:
         timing.error = f"{type(exc).__name__}: {exc}"
     return timing
 
 
-async def measure_latency(http: httpx.AsyncClient, base_url: str, clock: Clock) -> float:
-    """llama-benchy's `api` latency mode: mean of three `GET /v1/models` round trips.
+LATENCY_SAMPLES = 5
+
+
+async def measure_latency(
+    http: httpx.AsyncClient, base_url: str, clock: Clock, samples: int = LATENCY_SAMPLES
+) -> float:
+    """llama-benchy's `api` latency mode (`GET /v1/models` round trips), robust: the median of
+    `samples`, so one slow round trip cannot zero a point's pp.
 
     One untimed request first opens the connection (llama-benchy's warm-up requests do that
     for it), so connection setup is not counted as network latency.
@@ -128,16 +170,16 @@ async def measure_latency(http: httpx.AsyncClient, base_url: str, clock: Clock) 
         await (await http.get(f"{base_url}/v1/models")).aread()
     except httpx.HTTPError:
         return 0.0
-    samples: list[float] = []
-    for _ in range(3):
+    found: list[float] = []
+    for _ in range(samples):
         start = clock.now()
         try:
             resp = await http.get(f"{base_url}/v1/models")
             await resp.aread()
         except httpx.HTTPError:
             continue
-        samples.append(clock.now() - start)
-    return statistics.fmean(samples) if samples else 0.0
+        found.append(clock.now() - start)
+    return statistics.median(found) if found else 0.0
 
 
 async def served_model(http: httpx.AsyncClient, base_url: str) -> str:

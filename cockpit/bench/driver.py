@@ -34,6 +34,7 @@ class DriverConfig:
     hang_timeout_s: float = 300.0
     metrics_interval_s: float = 5.0  # the watchdog's scrape interval while the client idles
     retries: int = 1
+    adapt_prompt: bool = True  # llama-benchy's --adapt-prompt (its default), on both drivers
     # built-in driver only
     seed: int | None = None  # None: fresh text every bench (the engine's prefix cache persists)
     request_timeout_s: float = 3600.0

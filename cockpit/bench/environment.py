@@ -73,10 +73,9 @@ async def engine_status(http: httpx.AsyncClient, base_url: str) -> dict[str, obj
     return data if isinstance(data, dict) else {}
 
 
-def time_scale(status: dict[str, object]) -> float:
-    """The simulator's speed (wall runs X× faster than engine time); 1 for a real engine."""
-    for key in ("time_scale", "speed"):
-        value = status.get(key)
-        if isinstance(value, int | float) and value > 0:
-            return float(value)
-    return 1.0
+async def served_models(http: httpx.AsyncClient, base_url: str) -> list[dict[str, object]]:
+    """The entries of `GET /v1/models` (vLLM's carry `max_model_len`)."""
+    resp = await http.get(f"{base_url}/v1/models")
+    resp.raise_for_status()
+    data = resp.json().get("data")
+    return [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []

@@ -40,6 +40,7 @@ class LatencyMeasured(OpEvent):
 
     latency_s: float
     mode: str = "api"
+    point: PointSpec | None = None  # the point it was measured for (None: the whole run)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -120,7 +120,8 @@ def cross_point_flags(
     `--endpoint URL --lane L`), for the re-point commands.
     """
     flags: dict[PointSpec, list[Flag]] = {}
-    for check in (c2_below_c1(points), depth_dips(points, target), noisy(points)):
+    checks = (c2_below_c1(points), depth_dips(points, target), noisy(points))
+    for check in (*checks, stream_above_total(points)):
         for spec, flag in check.items():
             flags.setdefault(spec, []).append(flag)
     return {spec: tuple(found) for spec, found in flags.items()}
@@ -210,5 +211,76 @@ def noisy(points: Sequence[PointResult]) -> dict[PointSpec, Flag]:
                 f"{worst} varies ±{spread:.0%} across {runs} runs: something disturbed some of "
                 "them (another client on the lane, a busy bench host, a flaky link)",
                 "re-run with more --runs from a quiet, wired bench host (--bench-host)",
+            )
+    return flags
+
+
+IMPLAUSIBLE_FIX = (
+    "the streams arrived in bursts (several SSE chunks per socket read: a busy client host or "
+    "a buffering proxy); `cockpit probe` shows how the server flushes; re-run from a quiet host"
+)
+
+
+def implausible_flag(spec: PointSpec, bad: dict[int, str], runs: int) -> Flag:
+    """The flag of a point some of whose runs were dropped as faster than physics."""
+    why = "; ".join(f"run {i + 1}: {reason}" for i, reason in sorted(bad.items()))
+    return Flag(
+        FlagKind.IMPLAUSIBLE,
+        f"{len(bad)} of {runs} runs dropped as faster than physics, not averaged ({why})",
+        IMPLAUSIBLE_FIX,
+    )
+
+
+def no_decode_flag(spec: PointSpec) -> Flag:
+    """The flag of a point none of whose runs had a decode window to measure."""
+    return Flag(
+        FlagKind.IMPLAUSIBLE,
+        f"{spec.label}: no decode measured: every stream's tokens arrived in one socket read, so "
+        "there is no window to divide by (a stalled client or relay)",
+        IMPLAUSIBLE_FIX,
+    )
+
+
+TOKEN_SLACK = 0.05
+"""The engine's prompt count may differ from the intended one by this share (chat template)."""
+TOKEN_SLACK_MIN = 32
+
+
+def token_mismatch(spec: PointSpec, usage_prompt_tokens: int | None) -> Flag | None:
+    """Flag a point whose requests the engine counted differently from what was intended.
+
+    The bench cuts prompts with a tokenizer; when it is not the lane's own, a "64K" depth may be
+    a quarter of that in the engine's tokens, and every rate is off by as much.
+    """
+    if usage_prompt_tokens is None:
+        return None
+    intended = spec.pp + spec.depth
+    if abs(usage_prompt_tokens - intended) <= max(TOKEN_SLACK * intended, TOKEN_SLACK_MIN):
+        return None
+    return Flag(
+        FlagKind.TOKEN_MISMATCH,
+        f"the engine counted {usage_prompt_tokens:,} prompt tokens per request where "
+        f"{intended:,} were intended: the bench's tokenizer is not the lane's, so the depths and "
+        "rates are in the wrong tokens",
+        "use the lane's tokenizer (the default with --recipe/--cluster; --tokenizer DIR with "
+        "--endpoint)",
+    )
+
+
+def stream_above_total(points: Sequence[PointResult]) -> dict[PointSpec, Flag]:
+    """c > 1 points whose per-stream tg exceeds their own batch total: impossible, since the
+    total counts every stream's tokens over the batch's decode window."""
+    flags: dict[PointSpec, Flag] = {}
+    for p in points:
+        inf = p.inference
+        if p.spec.concurrency < 2 or inf is None or inf.tg is None or inf.tg_req is None:
+            continue
+        if inf.tg_req.mean > inf.tg.mean:
+            flags[p.spec] = Flag(
+                FlagKind.STREAM_ABOVE_TOTAL,
+                f"tg per stream {inf.tg_req.mean:,.1f} t/s is above the batch total "
+                f"{inf.tg.mean:,.1f} t/s it is part of: some stream's decode window was cut to "
+                "nothing (a burst), so neither figure is a decode rate",
+                IMPLAUSIBLE_FIX,
             )
     return flags

@@ -129,7 +129,14 @@ class Stat:
         return Stat(self.mean * factor, self.std * factor, tuple(v * factor for v in self.values))
 
     def __str__(self) -> str:
-        return f"{self.mean:.1f} ± {self.std:.1f}"
+        return spread_text(self)
+
+
+def spread_text(stat: Stat, digits: int = 1) -> str:
+    """`mean ± std`, or the mean alone for one value (a single run has no spread to show)."""
+    if len(stat.values) <= 1:
+        return f"{stat.mean:,.{digits}f}"
+    return f"{stat.mean:,.{digits}f} ± {stat.std:,.{digits}f}"
 
 
 @dataclass(frozen=True)
@@ -149,12 +156,19 @@ class PhaseStats:
     e2e_ttft_ms: Stat | None
     requests: int
     errors: int
+    dropped: int = 0  # runs left out as faster than physics (`implausible_runs`)
 
 
 def phase_stats(
-    batches: Sequence[Sequence[RequestTiming]], latency: float, concurrency: int
+    batches: Sequence[Sequence[RequestTiming]],
+    latency: float,
+    concurrency: int,
+    dropped: int = 0,
 ) -> PhaseStats:
-    """Aggregate the runs (one batch of `concurrency` requests each) of one phase."""
+    """Aggregate the runs (one batch of `concurrency` requests each) of one phase.
+
+    `dropped`: how many runs the caller left out of `batches` (counted, never averaged).
+    """
     pp_req: list[float] = []
     tg_req: list[float] = []
     ttfr: list[float] = []
@@ -207,7 +221,69 @@ def phase_stats(
         e2e_ttft_ms=_ms(Stat.of(e2e)),
         requests=requests,
         errors=errors,
+        dropped=dropped,
     )
+
+
+def stream_rates(batch: Sequence[RequestTiming]) -> list[float]:
+    """Each valid stream's tg t/s in one batch (decode tokens / decode span)."""
+    rates = []
+    for r in batch:
+        if r.error is None and len(r.token_times) > 1:
+            span = r.token_times[-1] - r.token_times[0]
+            if span > 0 and r.decode_tokens > 0:
+                rates.append(r.decode_tokens / span)
+    return rates
+
+
+MEDIAN_FACTOR = 10.0
+"""A stream decoding more than this many times the point's median is a burst, not decode."""
+BOUND_MARGIN = 3.0
+"""A stream may read this much above the decode rate the engine measured, never more: a client's
+decode window is shorter than the engine's by the first token's relay delay (clients read up to 2×
+the engine's rate on a loaded 2-core host, against real vLLM), a burst makes it nothing."""
+
+
+def implausible_runs(
+    runs: Sequence[Sequence[float]], decode_bounds: Sequence[float | None]
+) -> dict[int, str]:
+    """Runs whose decode is faster than physics, each with why (run index → reason).
+
+    `runs`: per run, each stream's tg t/s; `decode_bounds`: per run, the per-stream decode rate
+    the engine's own counters imply (1 / its mean time per output token), None when unknown.
+    A run is implausible when a stream beats `MEDIAN_FACTOR` × the point's median stream rate
+    (several SSE chunks arrived in one read and made a microsecond "decode"), or
+    `BOUND_MARGIN` × the engine's own rate: the client cannot see tokens faster than the engine
+    made them.
+    """
+    rates = [r for run in runs for r in run]
+    if not rates:
+        return {}
+    median = statistics.median(rates)
+    out: dict[int, str] = {}
+    for index, run in enumerate(runs):
+        if not run:
+            continue
+        fastest = max(run)
+        bound = decode_bounds[index] if index < len(decode_bounds) else None
+        if median > 0 and fastest > MEDIAN_FACTOR * median:
+            out[index] = (
+                f"a stream decoded {fastest:,.0f} t/s, {fastest / median:.0f}× the point's "
+                f"median {median:,.1f}"
+            )
+        elif bound is not None and fastest > BOUND_MARGIN * bound:
+            out[index] = (
+                f"a stream decoded {fastest:,.0f} t/s where the engine's own time per output "
+                f"token allows {bound:,.1f}"
+            )
+    return out
+
+
+def decode_bound(tpot_sum: float | None, tpot_count: float | None) -> float | None:
+    """Per-stream tokens/s the engine's own time-per-output-token histogram implies."""
+    if not tpot_sum or not tpot_count or tpot_sum <= 0 or tpot_count <= 0:
+        return None
+    return tpot_count / tpot_sum
 
 
 def _ms(stat: Stat | None) -> Stat | None:

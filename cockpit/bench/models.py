@@ -25,6 +25,9 @@ class FlagKind(StrEnum):
     ERRORS = "errors"
     DEPTH_DIP = "depth-dip"
     NOISY = "noisy"
+    IMPLAUSIBLE = "faster-than-physics"
+    STREAM_ABOVE_TOTAL = "stream-above-total"
+    TOKEN_MISMATCH = "token-count-mismatch"
 
 
 def depth_label(depth: int) -> str:
@@ -101,6 +104,7 @@ class PointResult:
     flags: tuple[Flag, ...] = ()
     hangs: tuple[HangRecord, ...] = ()
     usage_prompt_tokens: int | None = None
+    latency_ms: float | None = None  # the latency subtracted from this point's TTFR
 
     @property
     def skipped(self) -> bool:
@@ -150,6 +154,8 @@ class Environment:
     latency_mode: str = "api"
     latency_ms: float = 0.0
     time_scale: float = 1.0
+    prompt_mode: str = ""
+    tokenizer: str = ""
 
 
 @dataclass(frozen=True)
@@ -163,6 +169,7 @@ class Report:
     quality: Quality | None = None
     warnings: tuple[str, ...] = ()
     baseline: str = ""  # the lane's previous report file, if any
+    partial: str = ""  # why the sweep stopped early (cancelled, failed); "" for a whole sweep
     schema: str = SCHEMA
 
     @property

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
+from cockpit.bench.models import PointSpec
+
 _SYLLABLES = (
     "an", "ber", "cal", "do", "en", "fir", "gan", "hol", "is", "jun", "ka", "lor", "men", "nu",
     "o", "par", "qua", "ril", "sen", "tu", "ul", "ven", "wen", "xa", "yor", "zel",
@@ -76,3 +78,16 @@ class PromptMaker:
         window = tokens[start : start + needed]
         context = self._tokenizer.decode(window[:depth]) if depth else ""
         return context, self._tokenizer.decode(window[depth:]) + suffix
+
+
+def adapted_sizes(spec: PointSpec, delta_user: int, delta_context: int) -> tuple[int, int]:
+    """(prompt, context) text sizes that land the engine's count on the point's exact sizes.
+
+    llama-benchy 0.4.0's `--adapt-prompt` (its default): its warm-up measures how many tokens the
+    chat template adds around a user turn (`delta_user`) and around a system turn plus the probe
+    turn (`delta_context`); at depth 0 the prompt is trimmed by the first, at depth > 0 the
+    context by the second (the prompt keeps its size).
+    """
+    if spec.depth == 0:
+        return max(1, spec.pp - delta_user), 0
+    return spec.pp, max(1, spec.depth - delta_context)

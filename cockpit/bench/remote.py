@@ -32,6 +32,8 @@ def remote_argv(
     hang_timeout_s: float,
     lane: str,
     cluster: str,
+    tokenizer: str,
+    adapt_prompt: bool = True,
 ) -> list[str]:
     """The command the bench host runs: the same points, the driver's events on stdout."""
     first = points[0]
@@ -52,7 +54,10 @@ def remote_argv(
         "--runs", str(runs),
         "--driver", driver,
         "--hang-timeout", repr(hang_timeout_s),
+        "--tokenizer", tokenizer,
     ]  # fmt: skip
+    if not adapt_prompt:
+        argv.append("--no-adapt-prompt")
     if first.cold:
         argv.append("--cold")
     if not warmup:

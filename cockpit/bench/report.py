@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from cockpit.bench.method import Stat, relative_delta
+from cockpit.bench.method import Stat, relative_delta, spread_text
 from cockpit.bench.models import PointResult, Report, depth_label
 
 REGRESSION = 0.05  # a drop beyond 5 % is marked as a regression
 
 
 def _stat(stat: Stat | None, digits: int = 1) -> str:
-    return f"{stat.mean:,.{digits}f} ± {stat.std:,.{digits}f}" if stat else "—"
+    return spread_text(stat, digits) if stat else "—"
 
 
 def _num(value: float | None, digits: int = 1) -> str:
@@ -62,7 +62,7 @@ PERF_HEADER = [
     "pp t/s",
     "tg t/s",
     "tg t/s (req)",
-    "TTFT (ms)",
+    "TTFT client (ms)",
     "ctx pp t/s",
     "",
 ]
@@ -115,8 +115,14 @@ def flag_lines(points: Sequence[PointResult]) -> list[str]:
 def render_markdown(report: Report, baseline: Report | None = None) -> str:
     env = report.environment
     lines = [
-        f"# Bench `{report.label}`: `{report.lane}` on `{report.cluster}`",
+        ("# PARTIAL " if report.partial else "# ")
+        + f"Bench `{report.label}`: `{report.lane}` on `{report.cluster}`",
         "",
+        *(
+            [f"**PARTIAL**: {report.partial}; only the points below were measured.", ""]
+            if report.partial
+            else []
+        ),
         f"{report.created} UTC · driver {env.driver} · {mode(report)} · "
         f"baseline {('`' + report.baseline + '`') if report.baseline else 'none (first report)'}",
         "",
@@ -163,6 +169,7 @@ def render_markdown(report: Report, baseline: Report | None = None) -> str:
         "",
         f"- client: `{env.client_host}`, link {env.client_link}",
         f"- prefix cache: {env.prefix_cache_mode}",
+        f"- prompts: {env.prompt_mode or '?'}; tokenizer `{env.tokenizer or '?'}`",
         f"- concurrency: {env.concurrency_semantics}",
         f"- engine: `{env.endpoint}`, model `{env.model}`, image `{env.engine_image or '?'}`",
         f"- recipe hash: `{env.recipe_hash or '?'}`",

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
 import socket
+import statistics
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -17,8 +19,7 @@ from pathlib import Path
 import httpx
 
 from cockpit.bench import artifacts, environment, honesty
-from cockpit.bench.benchy import BenchyDriver
-from cockpit.bench.client import served_model
+from cockpit.bench.benchy import BenchyDriver, find_script
 from cockpit.bench.driver import DriverConfig
 from cockpit.bench.events import (
     OP,
@@ -32,6 +33,7 @@ from cockpit.bench.events import (
 from cockpit.bench.models import Environment, PointResult, PointSpec, Quality, Report
 from cockpit.bench.quality import parse_quality, quality_argv
 from cockpit.bench.sweep import BuiltinDriver
+from cockpit.errors import InputError
 from cockpit.ops.events import OpEvent
 
 PERF_DEPTHS = (0, 4096, 8192)
@@ -67,15 +69,17 @@ class BenchRequest:
     driver: str = "builtin"
     quality: bool = False
     model: str | None = None
-    time_scale: float | None = None  # None: ask the engine (the simulator says its speed)
+    time_scale: float | None = None  # None: $COCKPIT_TIME_SCALE (the simulator's launchers), or 1
     hang_timeout_s: float = 300.0
     metrics_interval_s: float = 5.0
     recipe_hash: str = ""
     engine_image: str = ""
     client_host: str = field(default_factory=socket.gethostname)
-    benchy_exe: tuple[str, ...] = ("llama-benchy",)
+    benchy_exe: tuple[str, ...] = ()  # empty: the script beside this interpreter, else on PATH
     quality_exe: str = "tool-eval-bench"
-    max_model_len: int | None = None  # the lane's; deeper points are skipped, not sent to fail
+    max_model_len: int | None = None  # the lane's (None: asked); deeper points are skipped
+    adapt_prompt: bool = True
+    tokenizer_source: str = ""  # where the tokenizer came from, for the report
 
 
 def beyond_context(points: tuple[PointSpec, ...], max_model_len: int | None) -> list[PointSpec]:
@@ -99,9 +103,12 @@ def driver_class(name: str) -> type[BuiltinDriver] | type[BenchyDriver]:
     return BenchyDriver if name == "llama-benchy" else BuiltinDriver
 
 
-def make_driver(req: BenchRequest, model: str, scale: float) -> BuiltinDriver | BenchyDriver:
+def make_driver(
+    req: BenchRequest, model: str, scale: float, url: str | None = None
+) -> BuiltinDriver | BenchyDriver:
+    """The driver for `req`, sending to `url` (default: the request's endpoint)."""
     cfg = DriverConfig(
-        base_url=req.endpoint,
+        base_url=url or req.endpoint,
         model=model,
         points=req.points,
         tokenizer_dir=req.tokenizer_dir,
@@ -110,18 +117,52 @@ def make_driver(req: BenchRequest, model: str, scale: float) -> BuiltinDriver | 
         time_scale=scale,
         hang_timeout_s=req.hang_timeout_s,
         metrics_interval_s=req.metrics_interval_s,
-        exe=req.benchy_exe,
+        exe=req.benchy_exe or ((find_script(),) if req.driver == "llama-benchy" else ()),
+        adapt_prompt=req.adapt_prompt,
     )
     return driver_class(req.driver)(cfg, lane=req.lane, cluster=req.cluster)
 
 
-async def engine_facts(req: BenchRequest, url: str) -> tuple[str, float, str]:
-    """(model, time scale, image) as the engine reports them, the request's values first."""
+TIME_SCALE_ENV = "COCKPIT_TIME_SCALE"
+"""Set by the simulator's own launchers (the demo, the test fleets) for the bench process: the
+engine's clock runs this many times faster than the wall. Never read from an endpoint: a real
+engine's status fields (a `speed`) would silently rescale every figure."""
+
+
+def time_scale_default(environ: dict[str, str] | None = None) -> float:
+    """The time scale `$COCKPIT_TIME_SCALE` sets, 1 when unset (every real engine)."""
+    raw = (os.environ if environ is None else environ).get(TIME_SCALE_ENV, "")
+    try:
+        value = float(raw) if raw else 1.0
+    except ValueError:
+        raise InputError(f"${TIME_SCALE_ENV}={raw!r}: expected a positive number") from None
+    if value <= 0:
+        raise InputError(f"${TIME_SCALE_ENV}={raw!r}: expected a positive number")
+    return value
+
+
+async def engine_facts(req: BenchRequest, url: str) -> tuple[str, str, int | None]:
+    """(model, image, max-model-len) as the engine reports them, the request's values first."""
     async with httpx.AsyncClient(timeout=30.0) as http:
-        model = req.model or await served_model(http, url)
+        listed = await environment.served_models(http, url)
+        model = req.model or (listed[0]["id"] if listed else "")
+        if not model:
+            raise InputError(f"{url}/v1/models lists no model")
         status = await environment.engine_status(http, url)
-    scale = req.time_scale if req.time_scale is not None else environment.time_scale(status)
-    return model, scale, req.engine_image or str(status.get("image", ""))
+    mml = req.max_model_len
+    if mml is None:
+        entry = next((m for m in listed if m.get("id") == model), {})
+        value = entry.get("max_model_len")
+        mml = value if isinstance(value, int) and value > 0 else None
+    return model, req.engine_image or str(status.get("image", "")), mml
+
+
+PROMPT_MODES = {
+    True: "adapt-prompt (llama-benchy's default): context and prompt trimmed by the chat "
+    "template's tokens, so the engine counts the point's exact sizes",
+    False: "no-adapt-prompt: context and prompt cut to the point's sizes, the chat template's "
+    "tokens come on top",
+}
 
 
 async def bench(
@@ -129,83 +170,55 @@ async def bench(
     source: Callable[[str, float], AsyncIterator[OpEvent]] | None = None,
     local_url: str | None = None,
 ) -> AsyncIterator[OpEvent]:
-    """Run the sweep and write the report.
+    """Run the sweep and write the report; a sweep cancelled or failed midway still writes one,
+    marked PARTIAL, with the points it measured.
 
     `source(model, scale)` replaces the local driver (a remote bench host's event stream);
-    `local_url` is how this machine reaches the engine (a forward) when not `req.endpoint`.
+    `local_url` is how this machine reaches the engine (an SSH forward) when not `req.endpoint`;
+    the report names `req.endpoint`.
     """
-    skipped = beyond_context(req.points, req.max_model_len)
+    model, image, mml = await engine_facts(req, local_url or req.endpoint)
+    req = replace(req, max_model_len=mml)
+    skipped = beyond_context(req.points, mml)
     if skipped:
         req = replace(req, points=tuple(p for p in req.points if p not in skipped))
-    model, scale, image = await engine_facts(req, local_url or req.endpoint)
-    driver_name = driver_class(req.driver).name
-    events = source(model, scale) if source else make_driver(req, model, scale).events()
-    latency_s = 0.0
-    client = {"host": req.client_host, "link": "unknown"}
-    results: list[PointResult] = []
-    warnings: list[str] = []
+    scale = req.time_scale if req.time_scale is not None else time_scale_default()
+    url = local_url or req.endpoint
+    events = source(model, scale) if source else make_driver(req, model, scale, url).events()
+    sweep = _Sweep(req, model, image, scale, remote=source is not None, forwarded=local_url)
     for spec in skipped:
         note = (
             f"{spec.label}: skipped, {spec.depth + spec.pp + spec.tg} tokens exceed the lane's "
-            f"max-model-len {req.max_model_len}"
+            f"max-model-len {mml}"
         )
-        warnings.append(note)
+        sweep.warnings.append(note)
         yield warning(note, point=spec, lane=req.lane)
-    async for event in events:
-        if isinstance(event, LatencyMeasured):
-            latency_s = event.latency_s
-        if isinstance(event, ClientInfo):
-            client = {"host": event.host, "link": event.link}
-        if isinstance(event, PointFinished):
-            results.append(event.result)
-        if isinstance(event, BenchWarning):
-            warnings.append(event.message)
-        yield event
-    target = (
-        ("--recipe", req.lane, "--cluster", req.cluster)
-        if req.cluster
-        else ("--endpoint", req.endpoint, "--lane", req.lane)
-    )
-    cross = honesty.cross_point_flags(results, target)
+    try:
+        async for event in events:
+            sweep.record(event)
+            yield event
+    except BaseException as exc:
+        why = (
+            "cancelled"
+            if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt)
+            else (f"failed: {type(exc).__name__}: {exc}")
+        )
+        # no await here: a cancelled task must not wait for anything before it ends
+        sweep.save(sweep.finish()[0], partial=f"sweep {why} after {len(sweep.results)} points")
+        raise
+    results, cross = sweep.finish()
     for spec, flags in cross.items():
         for flag in flags:
             yield warning(f"{spec.label}: {flag.message}", point=spec, flag=flag, lane=req.lane)
-    results = [replace(r, flags=(*r.flags, *cross.get(r.spec, ()))) for r in results]
     quality: Quality | None = None
     if req.quality:
-        quality, note = await run_quality(req, model)
+        quality, note = await run_quality(replace(req, endpoint=url), model)
         if note:
-            warnings.append(note)
+            sweep.warnings.append(note)
             yield warning(note, lane=req.lane)
     # the report files (every earlier report is read for the baseline; the new one is fsynced)
     # are handled in a thread: the TUI runs this operation on its event loop
-    baseline = await asyncio.to_thread(
-        artifacts.baseline_for, req.reports_dir, req.lane, req.cluster
-    )
-    report = Report(
-        label=artifacts.safe_label(req.label),
-        created=artifacts.timestamp(),
-        lane=req.lane,
-        cluster=req.cluster,
-        environment=Environment(
-            client_host=client["host"],
-            client_link=client["link"],
-            prefix_cache_mode=prefix_cache_mode(req.points),
-            concurrency_semantics=CONCURRENCY_SEMANTICS,
-            driver=driver_name + (f" on {req.client_host}" if source else ""),
-            endpoint=req.endpoint,
-            model=model,
-            engine_image=image,
-            recipe_hash=req.recipe_hash,
-            latency_ms=latency_s * 1000,
-            time_scale=scale,
-        ),
-        points=tuple(results),
-        quality=quality,
-        warnings=tuple(warnings),
-        baseline=baseline.name if baseline else "",
-    )
-    json_path, md_path = await asyncio.to_thread(artifacts.save_report, req.reports_dir, report)
+    json_path, md_path = await asyncio.to_thread(sweep.save, results, quality)
     flagged = sum(1 for r in results if r.flags)
     yield SweepFinished(
         op=OP,
@@ -216,6 +229,90 @@ async def bench(
         report_json=str(json_path),
         report_md=str(md_path),
     )
+
+
+class _Sweep:
+    """What a sweep's events said so far, and the report they make (whole or PARTIAL)."""
+
+    def __init__(
+        self,
+        req: BenchRequest,
+        model: str,
+        image: str,
+        scale: float,
+        remote: bool,
+        forwarded: str | None = None,
+    ):
+        """`forwarded`: the local URL of an SSH forward the local driver dials (named in the
+        report's link instead of the driver's own guess)."""
+        self.req, self.model, self.image, self.scale, self.remote = req, model, image, scale, remote
+        self.forwarded = forwarded
+        self.latencies: list[float] = []
+        self.client = {"host": req.client_host, "link": "unknown"}
+        self.results: list[PointResult] = []
+        self.warnings: list[str] = []
+
+    def record(self, event: OpEvent) -> None:
+        if isinstance(event, LatencyMeasured):
+            self.latencies.append(event.latency_s)
+        if isinstance(event, ClientInfo):
+            self.client = {"host": event.host, "link": event.link}
+            if self.forwarded and not self.remote:  # the local driver dialled the forward
+                self.client["link"] = f"SSH port forward to {self.req.endpoint}"
+        if isinstance(event, PointFinished):
+            self.results.append(event.result)
+        if isinstance(event, BenchWarning):
+            self.warnings.append(event.message)
+
+    def finish(self) -> tuple[list[PointResult], dict[PointSpec, tuple[honesty.Flag, ...]]]:
+        """The results with the cross-point flags added, and those flags."""
+        req = self.req
+        target = (
+            ("--recipe", req.lane, "--cluster", req.cluster)
+            if req.cluster
+            else ("--endpoint", req.endpoint, "--lane", req.lane)
+        )
+        cross = honesty.cross_point_flags(self.results, target)
+        results = [replace(r, flags=(*r.flags, *cross.get(r.spec, ()))) for r in self.results]
+        return results, cross
+
+    def save(
+        self,
+        results: list[PointResult],
+        quality: Quality | None = None,
+        partial: str = "",
+    ) -> tuple[Path, Path]:
+        req = self.req
+        baseline = artifacts.baseline_for(req.reports_dir, req.lane, req.cluster)
+        latency = statistics.median(self.latencies) if self.latencies else 0.0
+        report = Report(
+            label=artifacts.safe_label(req.label),
+            created=artifacts.timestamp(),
+            lane=req.lane,
+            cluster=req.cluster,
+            environment=Environment(
+                client_host=self.client["host"],
+                client_link=self.client["link"],
+                prefix_cache_mode=prefix_cache_mode(req.points),
+                concurrency_semantics=CONCURRENCY_SEMANTICS,
+                driver=driver_class(req.driver).name
+                + (f" on {req.client_host}" if self.remote else ""),
+                endpoint=req.endpoint,
+                model=self.model,
+                engine_image=self.image,
+                recipe_hash=req.recipe_hash,
+                latency_ms=latency * 1000,
+                time_scale=self.scale,
+                prompt_mode=PROMPT_MODES[req.adapt_prompt],
+                tokenizer=req.tokenizer_source or str(req.tokenizer_dir),
+            ),
+            points=tuple(results),
+            quality=quality,
+            warnings=tuple(self.warnings),
+            baseline=baseline.name if baseline else "",
+            partial=partial,
+        )
+        return artifacts.save_report(req.reports_dir, report)
 
 
 async def run_quality(req: BenchRequest, model: str) -> tuple[Quality | None, str]:

@@ -17,12 +17,20 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import httpx
 
 from cockpit.bench import forensics, honesty
-from cockpit.bench.client import Clock, chat_body, measure_latency, stream_chat
+from cockpit.bench.client import (
+    CONTEXT_LOAD_USER_MESSAGE,
+    Clock,
+    chat_body,
+    measure_latency,
+    stream_chat,
+    stream_session,
+)
 from cockpit.bench.driver import Driver, DriverConfig
 from cockpit.bench.events import (
     BenchWarning,
@@ -31,7 +39,7 @@ from cockpit.bench.events import (
     PointStarted,
     RequestProgress,
 )
-from cockpit.bench.method import RequestTiming, phase_stats
+from cockpit.bench.method import RequestTiming, implausible_runs, phase_stats, stream_rates
 from cockpit.bench.models import (
     EngineObservation,
     Flag,
@@ -40,9 +48,12 @@ from cockpit.bench.models import (
     PointResult,
     PointSpec,
 )
-from cockpit.bench.prompts import PromptMaker
+from cockpit.bench.prompts import PromptMaker, adapted_sizes
 from cockpit.bench.watch import MetricsSampler, Watchdog
 from cockpit.ops.events import OpEvent
+
+if TYPE_CHECKING:
+    import aiohttp
 
 PROGRESS_EVERY = 8  # tokens between two RequestProgress events of one stream
 
@@ -58,52 +69,72 @@ class BuiltinDriver(Driver):
         self.clock = Clock(cfg.time_scale)
         self._tasks: set[asyncio.Task[RequestTiming]] = set()
         self._latency = 0.0
+        self._delta_user = 0  # chat-template tokens around a user turn (llama-benchy's delta)
+        self._delta_context = 0  # around a system turn and the probe turn
 
     async def events(self) -> AsyncIterator[OpEvent]:
         cfg = self.cfg
-        limits = httpx.Limits(max_connections=max(p.concurrency for p in cfg.points) + 5)
+        connections = max(p.concurrency for p in cfg.points) + 5
         timeout = httpx.Timeout(cfg.request_timeout_s, connect=30.0)
         # loading the tokenizer and encoding the book takes about a second the first time
         self._maker = await asyncio.to_thread(PromptMaker, cfg.tokenizer_dir, cfg.seed)
         for event in await self._opening():
             yield event
         async with (
-            httpx.AsyncClient(limits=limits, timeout=timeout) as http,
+            httpx.AsyncClient(timeout=timeout) as http,
+            stream_session(connections, cfg.request_timeout_s) as session,
             self._watching(http, self.clock) as (sampler, watchdog),
         ):
             try:
                 # llama-benchy's start-up warm-up: the first stream of a fresh client pays for
-                # lazy imports and connection setup, which must not land in a measured run
+                # lazy imports and connection setup, which must not land in a measured run; its
+                # two requests also tell how many tokens the chat template adds (adapt-prompt)
                 try:
-                    warm = await asyncio.wait_for(
-                        stream_chat(
-                            http,
-                            cfg.base_url,
-                            chat_body(cfg.model, "", "Warmup " * 10, 4),
-                            20,
-                            self.clock,
-                        ),
-                        timeout=cfg.hang_timeout_s,
+                    problem = await asyncio.wait_for(
+                        self._warm_up(session), timeout=cfg.hang_timeout_s
                     )
-                    problem = warm.error
                 except TimeoutError:
                     problem = f"no answer in {cfg.hang_timeout_s:.0f} s (is the engine hung?)"
                 if problem:
                     yield self._ev(BenchWarning, message=f"warm-up request: {problem}")
-                self._latency = await measure_latency(http, cfg.base_url, self.clock)
-                yield self._ev(LatencyMeasured, latency_s=self._latency)
                 for index, spec in enumerate(cfg.points):
                     yield self._ev(PointStarted, point=spec, index=index, total=len(cfg.points))
-                    async for event in self._point_with_watchdog(http, spec, sampler, watchdog):
+                    # per point, the median of several round trips: one slow sample measured
+                    # once per sweep (93 ms) zeroed pp on 2 of 3 runs
+                    self._latency = await measure_latency(http, cfg.base_url, self.clock)
+                    yield self._ev(LatencyMeasured, latency_s=self._latency, point=spec)
+                    async for event in self._point_with_watchdog(session, spec, sampler, watchdog):
                         yield event
             finally:
                 for task in list(self._tasks):
                     task.cancel()
                 await asyncio.gather(*self._tasks, return_exceptions=True)
 
+    async def _warm_up(self, session: aiohttp.ClientSession) -> str | None:
+        """The warm-up stream and, with adapt-prompt, the template's token overheads."""
+        cfg = self.cfg
+        text = "Warmup " * 10
+        user = await stream_chat(
+            session, cfg.base_url, chat_body(cfg.model, "", text, 4), 20, self.clock
+        )
+        if user.error or not cfg.adapt_prompt:
+            return user.error
+        system = await stream_chat(
+            session, cfg.base_url, chat_body(cfg.model, text, "", 1), 20, self.clock
+        )
+        if system.error:
+            return system.error
+        local = self._maker.count(text)
+        probe = self._maker.count(CONTEXT_LOAD_USER_MESSAGE)
+        if user.usage_prompt_tokens:
+            self._delta_user = user.usage_prompt_tokens - local
+        if system.usage_prompt_tokens:
+            self._delta_context = system.usage_prompt_tokens - local - probe
+        return None
+
     async def _point_with_watchdog(
         self,
-        http: httpx.AsyncClient,
+        session: aiohttp.ClientSession,
         spec: PointSpec,
         sampler: MetricsSampler,
         watchdog: Watchdog,
@@ -113,7 +144,9 @@ class BuiltinDriver(Driver):
         while True:
             queue: asyncio.Queue[OpEvent] = asyncio.Queue()
             watchdog.touch()
-            task = asyncio.create_task(self._point(http, spec, sampler, watchdog, queue.put_nowait))
+            task = asyncio.create_task(
+                self._point(session, spec, sampler, watchdog, queue.put_nowait)
+            )
             hung_for = 0.0
             while not task.done():
                 getter = asyncio.create_task(queue.get())
@@ -166,7 +199,7 @@ class BuiltinDriver(Driver):
 
     async def _point(
         self,
-        http: httpx.AsyncClient,
+        session: aiohttp.ClientSession,
         spec: PointSpec,
         sampler: MetricsSampler,
         watchdog: Watchdog,
@@ -175,44 +208,57 @@ class BuiltinDriver(Driver):
         cfg = self.cfg
         ctx_batches: list[list[RequestTiming]] = []
         inf_batches: list[list[RequestTiming]] = []
-        observations: list[EngineObservation] = []
+        bounds: list[float | None] = []
+        observations: list[EngineObservation | None] = []
+        pp, depth = spec.pp, spec.depth
+        if cfg.adapt_prompt:
+            pp, depth = adapted_sizes(spec, self._delta_user, self._delta_context)
         for run in range(cfg.runs + (1 if cfg.warmup else 0)):
             is_warmup = cfg.warmup and run == 0
-            pairs = [
-                self._maker.pair(spec.pp, spec.depth, unique=spec.cold)
-                for _ in range(spec.concurrency)
-            ]
+            pairs = [self._maker.pair(pp, depth, unique=spec.cold) for _ in range(spec.concurrency)]
             if spec.warm_prefix:
                 loads = [(context, "") for context, _ in pairs]
                 phase = "warmup" if is_warmup else "context"
-                batch = await self._batch(http, spec, run, phase, loads, spec.depth, watchdog, emit)
+                batch = await self._batch(session, spec, run, phase, loads, depth, watchdog, emit)
                 if not is_warmup:
                     ctx_batches.append(batch)
-            expected = spec.pp if spec.warm_prefix else spec.pp + spec.depth
+            expected = pp if spec.warm_prefix else pp + depth
             phase = "warmup" if is_warmup else "inference"
             before = None if is_warmup else await sampler.scrape()
-            batch = await self._batch(http, spec, run, phase, pairs, expected, watchdog, emit)
+            batch = await self._batch(session, spec, run, phase, pairs, expected, watchdog, emit)
             if is_warmup:
                 continue
+            after = await sampler.scrape()
             inf_batches.append(batch)
-            observed = honesty.observe(batch, before, await sampler.scrape())
-            if observed is not None:
-                observations.append(observed)
-        inference = phase_stats(inf_batches, self._latency, spec.concurrency)
-        engine = honesty.worst(observations)
+            bounds.append(after.decode_bound_since(before) if after is not None else None)
+            observations.append(honesty.observe(batch, before, after))
         flags: list[Flag] = []
+        bad = implausible_runs([stream_rates(b) for b in inf_batches], bounds)
+        if bad:
+            flags.append(honesty.implausible_flag(spec, bad, len(inf_batches)))
+        kept = [b for i, b in enumerate(inf_batches) if i not in bad]
+        inference = phase_stats(kept, self._latency, spec.concurrency, dropped=len(bad))
+        if inference.tg is None and kept and not inference.errors:
+            flags.append(honesty.no_decode_flag(spec))
+        engine = honesty.worst(
+            [o for i, o in enumerate(observations) if i not in bad and o is not None]
+        )
         flag = honesty.prefill_in_decode(spec, engine)
         if flag is not None:
             flags.append(flag)
         if inference.errors:
-            first = next(r.error for b in inf_batches for r in b if r.error)
+            first = next(r.error for b in kept for r in b if r.error)
             flags.append(
                 Flag(
                     FlagKind.ERRORS,
                     f"{inference.errors} of {inference.requests} requests failed: {first}",
                 )
             )
-        usage = [r.usage_prompt_tokens for b in inf_batches for r in b if r.usage_prompt_tokens]
+        usage = [r.usage_prompt_tokens for b in kept for r in b if r.usage_prompt_tokens]
+        mean_usage = round(sum(usage) / len(usage)) if usage else None
+        flag = honesty.token_mismatch(spec, mean_usage)
+        if flag is not None:
+            flags.append(flag)
         return PointResult(
             spec,
             inference,
@@ -221,12 +267,13 @@ class BuiltinDriver(Driver):
             else None,
             engine=engine,
             flags=tuple(flags),
-            usage_prompt_tokens=round(sum(usage) / len(usage)) if usage else None,
+            usage_prompt_tokens=mean_usage,
+            latency_ms=self._latency * 1000,
         )
 
     async def _batch(
         self,
-        http: httpx.AsyncClient,
+        session: aiohttp.ClientSession,
         spec: PointSpec,
         run: int,
         phase: str,
@@ -249,7 +296,7 @@ class BuiltinDriver(Driver):
         watchdog.touch()
         tasks = [
             asyncio.create_task(
-                stream_chat(http, self.cfg.base_url, body, expected, self.clock, progress(i))
+                stream_chat(session, self.cfg.base_url, body, expected, self.clock, progress(i))
             )
             for i, body in enumerate(bodies)
         ]

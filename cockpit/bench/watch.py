@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import httpx
 
 from cockpit.bench.client import Clock
+from cockpit.bench.method import decode_bound
 
 _NAMES = {
     "vllm:prompt_tokens_total": "prompt",
@@ -31,6 +32,8 @@ _NAMES = {
     "vllm:request_success_total": "finished",
     "vllm:e2e_request_latency_seconds_count": "e2e",
     "vllm:iteration_tokens_total_count": "steps",
+    "vllm:request_time_per_output_token_seconds_sum": "tpot_sum",
+    "vllm:request_time_per_output_token_seconds_count": "tpot_count",
 }
 
 
@@ -47,6 +50,8 @@ class Counters:
     finished: float | None = None
     e2e: float | None = None
     steps: float | None = None
+    tpot_sum: float | None = None  # the engine's own time per output token, summed per request
+    tpot_count: float | None = None
 
     @property
     def computed_prompt(self) -> float | None:
@@ -54,6 +59,20 @@ class Counters:
         if self.prompt is None:
             return None
         return self.prompt - (self.cached or 0.0)
+
+    def decode_bound_since(self, before: Counters | None) -> float | None:
+        """The per-stream decode rate the engine measured for the requests finished since
+        `before` (1 / their mean time per output token), None when it does not say."""
+        if before is None or None in (
+            self.tpot_sum,
+            self.tpot_count,
+            before.tpot_sum,
+            before.tpot_count,
+        ):
+            return None
+        assert self.tpot_sum is not None and self.tpot_count is not None
+        assert before.tpot_sum is not None and before.tpot_count is not None
+        return decode_bound(self.tpot_sum - before.tpot_sum, self.tpot_count - before.tpot_count)
 
     def signature(self) -> tuple[float | None, ...]:
         """What changes when the engine receives or serves anything."""

@@ -11,6 +11,7 @@ import shlex
 import socket
 import sys
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -19,12 +20,10 @@ from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
-from cockpit.assets import SIM_TOKENIZER_DIR
 from cockpit.bench import artifacts
 from cockpit.bench import events as bev
 from cockpit.bench import probe as bench_probe
 from cockpit.bench import report as rep
-from cockpit.bench.environment import engine_status, time_scale
 from cockpit.bench.events import event_line
 from cockpit.bench.models import PointResult, PointSpec
 from cockpit.bench.remote import remote_argv, remote_events
@@ -35,11 +34,14 @@ from cockpit.bench.run import (
     bench,
     default_points,
     make_driver,
+    time_scale_default,
 )
+from cockpit.bench.tokenizer import lane_tokenizer, snapshot_dir
 from cockpit.config import Inventory, load_inventory
 from cockpit.errors import EXIT_FAILED, InputError
 from cockpit.ops import readiness
 from cockpit.ops.events import OpEvent
+from cockpit.ops.interrupt import run_interruptible
 from cockpit.plan import LanePlan, plan_lane
 from cockpit.ssh.inventory import pool_for
 
@@ -92,7 +94,7 @@ class LiveTable:
 
     def render(self) -> Group:
         table = Table(box=None, header_style="bold", pad_edge=False, padding=(0, 1))
-        for name in ("point", "c", "pp t/s", "tg t/s", "tg/req", "TTFT ms", "status"):
+        for name in ("point", "c", "pp t/s", "tg t/s", "tg/req", "TTFT client ms", "status"):
             table.add_column(name, justify="left" if name in ("point", "status") else "right")
         for p in self.points:
             r = self.results.get(p)
@@ -153,11 +155,27 @@ def _print_events_jsonl(req: BenchRequest, model: str, scale: float) -> None:
 @click.option("--driver", type=click.Choice(["builtin", "llama-benchy"]), default="builtin")
 @click.option("--quality", is_flag=True, help="Also run tool-eval-bench for the quality score.")
 @click.option("--bench-host", default="local", show_default=True, help="NODE or local.")
-@click.option("--tokenizer", type=click.Path(path_type=Path), default=None)
+@click.option(
+    "--tokenizer",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The served model's tokenizer folder (default: the lane's, read from its snapshot).",
+)
+@click.option(
+    "--adapt-prompt/--no-adapt-prompt",
+    default=True,
+    show_default=True,
+    help="Trim context and prompt by the chat template's tokens (llama-benchy's default).",
+)
 @click.option("--reports", type=click.Path(path_type=Path), default=Path("reports"))
 @click.option("--hang-timeout", default=300.0, show_default=True, help="Seconds of silence.")
 @click.option("--model", default=None, help="Served model name (default: asked).")
-@click.option("--time-scale", type=float, default=None, hidden=True)
+@click.option(
+    "--time-scale",
+    type=click.FloatRange(min=0.001),
+    default=None,
+    help="Engine seconds per wall second (a sped-up simulator; default $COCKPIT_TIME_SCALE or 1).",
+)
 @click.option("--events-jsonl", is_flag=True, hidden=True)
 @click.option("--remote-cockpit", default="cockpit", hidden=True, help="Command on the host.")
 @click.pass_context
@@ -179,6 +197,7 @@ def bench_cmd(
     quality: bool,
     bench_host: str,
     tokenizer: Path | None,
+    adapt_prompt: bool,
     reports: Path,
     hang_timeout: float,
     model: str | None,
@@ -200,25 +219,32 @@ def bench_cmd(
     if endpoint is None:
         inventory, plan = _lane_plan(ctx, recipe, cluster)
         endpoint, image, recipe_hash = plan.endpoint, plan.recipe.image.ref, plan.recipe_hash
+    elif tokenizer is None:
+        raise InputError(
+            "--endpoint needs --tokenizer DIR (the served model's tokenizer; with --recipe and "
+            "--cluster the lane's own is read from its snapshot)"
+        )
     req = BenchRequest(
         lane=recipe or lane_name or "adhoc",
         cluster=cluster or "",
         label=label,
         endpoint=endpoint.rstrip("/"),
         points=points,
-        tokenizer_dir=tokenizer or SIM_TOKENIZER_DIR,
+        tokenizer_dir=tokenizer or Path(),
+        tokenizer_source=str(tokenizer) if tokenizer else "",
         reports_dir=reports,
         runs=runs,
         warmup=not no_warmup,
         driver=driver,
         quality=quality,
         model=model,
-        time_scale=time_scale,
+        time_scale=time_scale if time_scale is not None else time_scale_default(),
         hang_timeout_s=hang_timeout,
         recipe_hash=recipe_hash,
         engine_image=image,
         client_host=socket.gethostname() if bench_host == "local" else bench_host,
         max_model_len=plan.recipe.serve.max_model_len if plan else None,
+        adapt_prompt=adapt_prompt,
     )
     if events_jsonl:
         _print_events_jsonl(req, model or "", time_scale or 1.0)
@@ -226,25 +252,34 @@ def bench_cmd(
     table = LiveTable(points)
 
     async def run() -> OpEvent:
-        if bench_host == "local":
-            return await _watch(bench(req), table)
         if inventory is None or plan is None:
-            raise InputError("--bench-host needs --recipe and --cluster")
+            if bench_host != "local":
+                raise InputError("--bench-host needs --recipe and --cluster")
+            return await _watch(bench(req), table)
         async with pool_for(inventory) as pool:
+            lane_req = req
+            model_cache = inventory.model_cache_of(plan.cluster)
+            if tokenizer is None and bench_host == "local":
+                found = await lane_tokenizer(pool, plan, model_cache)
+                source = f"{plan.recipe.model.repo}@{plan.recipe.model.revision} (lane snapshot)"
+                lane_req = replace(req, tokenizer_dir=found, tokenizer_source=source)
+            # the engine is reached through an SSH forward to the head, as on a real fleet
+            local_url = await readiness.base_url(pool, plan)
+            if bench_host == "local":
+                return await _watch(bench(lane_req, local_url=local_url), table)
+            remote_tokenizer = str(tokenizer) if tokenizer else snapshot_dir(plan, model_cache)
 
             def source(served: str, scale: float) -> AsyncIterator[OpEvent]:
                 argv = remote_argv(
                     shlex.split(remote_cockpit), req.endpoint, served, scale, points, runs,
-                    req.warmup, driver, hang_timeout, req.lane, req.cluster,
+                    req.warmup, driver, hang_timeout, req.lane, req.cluster, remote_tokenizer,
+                    adapt_prompt,
                 )  # fmt: skip
                 return remote_events(pool, bench_host, argv)
 
-            # the cockpit host asks the engine for its model and speed, through a forward
-            # when the head's address is not reachable from here
-            local_url = await readiness.base_url(pool, plan)
-            return await _watch(bench(req, source=source, local_url=local_url), table)
+            return await _watch(bench(lane_req, source=source, local_url=local_url), table)
 
-    last = asyncio.run(run())
+    last = run_interruptible(run())  # SIGTERM/SIGHUP cancel the sweep as Ctrl-C does
     for result in table.results.values():
         for flag in result.flags:
             console.print(f"[red]{escape(result.spec.label)}[/red]: {escape(flag.message)}")
@@ -283,19 +318,23 @@ def probe_cmd(
     tokens: int,
 ) -> None:
     """8-token health check, then one stream observed at the socket (who flushes late?)."""
-    if endpoint is None:
-        endpoint = _lane_plan(ctx, recipe, cluster)[1].endpoint
-    url = endpoint.rstrip("/")
+    lane = None if endpoint else _lane_plan(ctx, recipe, cluster)
 
-    async def run() -> bench_probe.ProbeResult:
+    async def observe(url: str) -> bench_probe.ProbeResult:
         import httpx
 
         from cockpit.bench.client import served_model
 
         async with httpx.AsyncClient(timeout=30.0) as http:
             model = await served_model(http, url)
-            scale = time_scale(await engine_status(http, url))
-        return await bench_probe.probe(url, model, scale, tokens)
+        return await bench_probe.probe(url, model, time_scale_default(), tokens)
+
+    async def run() -> bench_probe.ProbeResult:
+        if lane is None:
+            return await observe(str(endpoint).rstrip("/"))
+        inventory, plan = lane  # a lane's engine: through a forward from its head node
+        async with pool_for(inventory) as pool:
+            return await observe(await readiness.base_url(pool, plan))
 
     result = asyncio.run(run())
     console.print(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shlex
 from pathlib import Path
 
 import click
@@ -12,8 +11,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from cockpit.config import check_inventory, load_inventory, resolve_inventory_dir
+from cockpit.config.inventory import known_hosts_problem
 from cockpit.errors import EXIT_REFUSED
-from cockpit.plan import plan_lane, redact_argv
+from cockpit.plan import RankCommand, plan_lane, redact_argv
+from cockpit.plan.render import ENV_FILE
+from cockpit.printable import printable
 
 console = Console(highlight=False, soft_wrap=True)
 
@@ -96,6 +98,8 @@ def validate(ctx: click.Context) -> None:
     """Check every file of the inventory; list every problem (exit code 2 if any)."""
     root = resolve_inventory_dir(inventory_option(ctx))
     inventory, problems = check_inventory(root)
+    if inventory is not None and (known_hosts := known_hosts_problem(inventory)):
+        problems.append(known_hosts)
     for problem in problems:
         click.echo(f"error: {problem}", err=True)
     if problems:
@@ -112,9 +116,7 @@ def validate(ctx: click.Context) -> None:
 @click.option("--recipe", "recipe_name", required=True, help="Recipe (lane) name.")
 @click.option("--cluster", "cluster_name", help="Cluster (default: the recipe's first).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
-@click.option(
-    "--reveal-secrets", is_flag=True, help="Show secret env values instead of <redacted>."
-)
+@click.option("--reveal-secrets", is_flag=True, help="Show secret values instead of <redacted>.")
 @click.pass_context
 def render(
     ctx: click.Context, recipe_name: str, cluster_name: str | None, fmt: str, reveal_secrets: bool
@@ -125,10 +127,13 @@ def render(
     cluster = inventory.cluster(cluster_name or recipe.lane.clusters[0])
     plan = plan_lane(inventory, recipe, cluster)
 
-    def shown(argv: tuple[str, ...]) -> tuple[str, ...]:
-        return argv if reveal_secrets else redact_argv(argv)
+    def argv_of(rank: RankCommand) -> list[str]:
+        return list(rank.argv if reveal_secrets else redact_argv(rank.argv))
 
-    if fmt == "json":
+    def env_of(rank: RankCommand) -> dict[str, str]:
+        return dict(rank.env) if reveal_secrets else rank.display_env
+
+    if fmt == "json":  # json.dumps escapes every control and non-ASCII character
         data = {
             "recipe": recipe.name,
             "cluster": cluster.name,
@@ -140,7 +145,8 @@ def render(
                     "host": inventory.nodes[rank.node].host,
                     "rank": rank.rank,
                     "container": rank.container,
-                    "argv": list(shown(rank.argv)),
+                    "argv": argv_of(rank),
+                    "env": env_of(rank),
                 }
                 for rank in plan.ranks
             ],
@@ -152,12 +158,18 @@ def render(
         f"endpoint {plan.endpoint}, recipe {plan.recipe_hash}"
     )
     click.echo("# launch order: workers first, head (rank 0) last")
+    click.echo(
+        f"# env: passed as {ENV_FILE}, a file of mode 0600 written on the node through ssh's "
+        "stdin and removed once the container started"
+    )
     for rank in plan.ranks:
         role = "head" if rank.is_head else "worker"
         click.echo(
             f"\n# rank {rank.rank} ({role}) on {rank.node} ({inventory.nodes[rank.node].host})"
         )
-        click.echo(shlex.join(shown(rank.argv)))
+        for key, value in env_of(rank).items():
+            click.echo(f"#   {key}={printable(value)}")
+        click.echo(rank.display(reveal_secrets))
 
 
 COMMANDS = [lanes, validate, render]

@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from cockpit import __version__
 from cockpit.errors import CockpitError
+from cockpit.redact import shown
 from cockpit.startup import pause_collector, resume_collector
 
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -93,7 +94,7 @@ def main() -> None:
         sys.exit(1)
     except CockpitError as exc:
         for line in str(exc).splitlines():
-            err_console.print(f"[red]error:[/red] {escape(line)}")
+            err_console.print(f"[red]error:[/red] {escape(shown(line))}")
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)

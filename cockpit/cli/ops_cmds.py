@@ -2,13 +2,15 @@
 
 Each command runs one operation (an async generator of events, `cockpit.ops`) and prints its
 events: the plan, a progress bar per node and step, warnings/errors as one line each, and the
-final summary. The exit code is the operation's: 0 done, 1 failed on the nodes, 2 refused.
+final summary. When stdout is not a terminal (a pipe, a log file, CI) the same events are plain
+lines instead: one per step change and progress at a bounded rate, never ANSI. The exit code is
+the operation's: 0 done, 1 failed on the nodes, 2 refused; 128 + N after signal N rolled it back.
 """
 
 from __future__ import annotations
 
-import asyncio
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +22,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 
 from cockpit.config import load_inventory
 from cockpit.ops import events as ev
+from cockpit.ops.interrupt import run_interruptible
 
 if TYPE_CHECKING:
     from cockpit.config import Inventory
@@ -99,6 +102,63 @@ class EventPrinter:
                 self.exit_code = code
 
 
+PLAIN_EVERY_FRACTION = 0.10
+PLAIN_EVERY_S = 5.0
+
+
+class PlainPrinter:
+    """Events as plain lines for a pipe or a log: every step change, a notice or the end at once;
+    progress of a (step, node) when it moved by 10 % or 5 s passed since its last line."""
+
+    def __init__(self, write: Callable[[str], None], clock: Callable[[], float] = time.monotonic):
+        self.write = write
+        self.clock = clock
+        self.last: dict[tuple[str, str], tuple[float, float | None]] = {}  # (at, fraction)
+        self.exit_code = 0
+
+    def _line(self, node: str | None, text: str) -> None:
+        self.write(f"{node or '-':>8} {text}")
+
+    def _progress(self, event: ev.Progress) -> None:
+        key = (event.step, event.node or "")
+        now, fraction = self.clock(), event.fraction
+        at, shown = self.last.get(key, (None, None))
+        moved = fraction is not None and (shown is None or fraction - shown >= PLAIN_EVERY_FRACTION)
+        if at is not None and not moved and now - at < PLAIN_EVERY_S:
+            return
+        self.last[key] = (now, fraction)
+        info = event.message or _bytes_info(event)
+        pct = f"{100 * fraction:.0f}% " if fraction is not None and not event.message else ""
+        eta = f" (~{_duration(event.eta_s)} left)" if event.eta_s is not None else ""
+        self._line(event.node, f"{event.step}: {pct}{info}{eta}")
+
+    def show(self, event: ev.OpEvent) -> None:
+        match event:
+            case ev.Planned(summary=summary):
+                self.write(f"{event.op}: {summary}")
+            case ev.StepStarted(step=step, node=node) if step.startswith("boot/"):
+                self._line(node, f"boot: {step.removeprefix('boot/')}")
+            case ev.StepStarted(step=step, node=node):
+                self._line(node, f"{step}: started")
+            case ev.Progress():
+                self._progress(event)
+            case ev.StepFinished(step=step) if step.startswith("boot/"):
+                return
+            case ev.StepFinished(step=step, node=node, ok=ok, detail=detail):
+                self._line(
+                    node, f"{step}: {'ok' if ok else 'failed'}" + (f" {detail}" if detail else "")
+                )
+            case ev.Notice(severity=severity, message=message, line=line):
+                where = f"{event.node}: " if event.node and event.node not in message else ""
+                self.write(f"{severity.value}: {where}{message}")
+                if line:
+                    self.write(f"    {line}")
+            case ev.Finished(ok=ok, summary=summary, exit_code=code):
+                word = "done" if ok else ("refused" if code == 2 else "failed")
+                self.write(f"{word}: {summary}")
+                self.exit_code = code
+
+
 def _duration(seconds: float) -> str:
     minutes, secs = divmod(int(seconds), 60)
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
@@ -115,7 +175,11 @@ async def _run(inventory: Inventory, make: Callable[[OpContext], AsyncIterator[e
     from cockpit.ops.context import OpContext
     from cockpit.ssh.inventory import pool_for  # imported here: `cockpit --help` stays fast
 
-    printer = EventPrinter(console)
+    printer: EventPrinter | PlainPrinter
+    if console.is_terminal:
+        printer = EventPrinter(console)
+    else:
+        printer = PlainPrinter(lambda text: print(text, flush=True))
     async with pool_for(inventory) as pool:
         async for event in make(OpContext(inventory, pool)):
             printer.show(event)
@@ -132,6 +196,11 @@ def _exit(code: int) -> None:
 @click.option("--sync-image", is_flag=True, help="Sync the image to nodes that lack it first.")
 @click.option("--dry-run", is_flag=True, help="Print the plan and the rank commands only.")
 @click.option("--boot-timeout", type=float, default=None, help="Seconds before a boot fails.")
+@click.option("--stall-timeout", type=float, default=None,
+              help="Seconds without boot progress on any rank before the lane counts as hung "
+                   "(default 600).")  # fmt: skip
+@click.option("--ready-watch", type=float, default=None,
+              help="Seconds every rank must stay up after ready (default 3).")  # fmt: skip
 @click.pass_context
 def launch_cmd(
     ctx: click.Context,
@@ -140,23 +209,30 @@ def launch_cmd(
     sync_image: bool,
     dry_run: bool,
     boot_timeout: float | None,
+    stall_timeout: float | None,
+    ready_watch: float | None,
 ) -> None:
     """Preflight, start and follow a lane to ready (rolled back on failure)."""
     from cockpit.ops.launch import launch
 
     inventory = load_inventory(_inventory(ctx))
     chosen = inventory.recipe(recipe)
+    timing = _timing(boot_timeout, stall_timeout, ready_watch)
     _exit(
-        asyncio.run(
+        run_interruptible(
             _run(
                 inventory,
-                lambda c: launch(
-                    c, chosen, cluster, sync_image=sync_image, dry_run=dry_run,
-                    boot_timeout_s=boot_timeout,
-                ),
+                lambda c: launch(c, chosen, cluster, sync_image=sync_image, dry_run=dry_run,
+                                 **timing),
             )
         )
     )  # fmt: skip
+
+
+def _timing(boot: float | None, stall: float | None, watch: float | None) -> dict[str, float]:
+    """The launch's timing options that were given (the operation's defaults for the rest)."""
+    given = {"boot_timeout_s": boot, "stall_timeout_s": stall, "ready_watch_s": watch}
+    return {k: v for k, v in given.items() if v is not None}
 
 
 @click.command("stop")
@@ -168,7 +244,7 @@ def stop_cmd(ctx: click.Context, lane: str | None, cluster: str | None) -> None:
     from cockpit.ops.stop import stop
 
     inventory = load_inventory(_inventory(ctx))
-    _exit(asyncio.run(_run(inventory, lambda c: stop(c, lane=lane, cluster=cluster))))
+    _exit(run_interruptible(_run(inventory, lambda c: stop(c, lane=lane, cluster=cluster))))
 
 
 @click.command("sync-image")
@@ -182,35 +258,51 @@ def sync_cmd(ctx: click.Context, recipe: str, cluster: str, source: str | None) 
 
     inventory = load_inventory(_inventory(ctx))
     chosen = inventory.recipe(recipe)
-    _exit(asyncio.run(_run(inventory, lambda c: sync_image(c, chosen, cluster, source))))
+    _exit(run_interruptible(_run(inventory, lambda c: sync_image(c, chosen, cluster, source))))
 
 
 @click.command("switch")
 @click.option("--recipe", "-r", required=True)
 @click.option("--cluster", "-c", required=True)
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.option(
+    "--restore-on-failure",
+    is_flag=True,
+    help="If the new lane fails, launch the lane(s) that served before again.",
+)
 @click.option("--boot-timeout", type=float, default=None)
+@click.option("--stall-timeout", type=float, default=None)
+@click.option("--ready-watch", type=float, default=None)
 @click.pass_context
 def switch_cmd(
-    ctx: click.Context, recipe: str, cluster: str, yes: bool, boot_timeout: float | None
+    ctx: click.Context,
+    recipe: str,
+    cluster: str,
+    yes: bool,
+    restore_on_failure: bool,
+    boot_timeout: float | None,
+    stall_timeout: float | None,
+    ready_watch: float | None,
 ) -> None:
     """Stop what occupies the cluster, sync if needed, launch the lane (one confirmed plan)."""
     from cockpit.ops.switch import switch
 
     inventory = load_inventory(_inventory(ctx))
     chosen = inventory.recipe(recipe)
+    timing = _timing(boot_timeout, stall_timeout, ready_watch)
 
     async def confirm(planned: ev.Planned) -> bool:
         return yes or click.confirm("Run this plan?", default=False)
 
     _exit(
-        asyncio.run(
+        run_interruptible(
             _run(
                 inventory,
-                lambda c: switch(c, chosen, cluster, confirm=confirm, boot_timeout_s=boot_timeout),
+                lambda c: switch(c, chosen, cluster, confirm=confirm,
+                                 restore_on_failure=restore_on_failure, **timing),
             )
         )
-    )
+    )  # fmt: skip
 
 
 COMMANDS = [launch_cmd, stop_cmd, sync_cmd, switch_cmd]

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cockpit.sim.fleet import SimFleet, default_dir
+from cockpit.sim.fleet.realdocker import RealDockerError
 from cockpit.sim.tools.nodestate import NodeState
 
 console = Console(highlight=False, soft_wrap=True)
@@ -53,6 +54,14 @@ def _fleet_options(func: click.decorators.FC) -> click.decorators.FC:
                 help="SSH server of every node.",
             ),
             click.option(
+                "--docker",
+                type=click.Choice(["sim", "real"]),
+                default="sim",
+                show_default=True,
+                help="Each node's docker: the simulated one, or a real Docker daemon per node "
+                "with a loopback registry (Debian's docker.io, docker-registry, busybox-static).",
+            ),
+            click.option(
                 "--link-mbps",
                 type=click.FloatRange(min=0.001),
                 default=None,
@@ -64,20 +73,36 @@ def _fleet_options(func: click.decorators.FC) -> click.decorators.FC:
     return func
 
 
+def _counts(fleet: SimFleet, node: str) -> tuple[int, int, int]:
+    """(images, running containers, containers) on the node, from its real or simulated docker."""
+    docker = fleet.real_docker
+    if docker is None:
+        containers = NodeState(fleet.node_dir(node)).containers()
+        running = sum(1 for c in containers if c["State"].get("Running"))
+        return len(fleet.images(node)), running, len(containers)
+    try:
+        images = docker.docker(node, "images", "-q").split()
+        every = docker.docker(node, "ps", "-aq").split()
+        running = docker.docker(node, "ps", "-q").split()
+    except (RealDockerError, OSError):
+        return 0, 0, 0
+    return len(images), len(running), len(every)
+
+
 def _summary(fleet: SimFleet) -> Table:
     stopped = set(fleet.status().get("stopped", []))  # type: ignore[call-overload]
-    table = Table(title=f"simulated fleet in {fleet.root}", title_justify="left")
+    kind = "real Docker" if fleet.config.docker == "real" else "simulated docker"
+    table = Table(title=f"simulated fleet in {fleet.root} ({kind})", title_justify="left")
     for column in ("node", "ssh endpoint", "state", "images", "containers"):
         table.add_column(column)
     for node in fleet.nodes:
-        containers = NodeState(fleet.node_dir(node.name)).containers()
-        running = sum(1 for c in containers if c["State"].get("Running"))
+        images, running, containers = _counts(fleet, node.name)
         table.add_row(
             node.name,
             f"{node.host}:{node.port}",
             "[red]stopped[/red]" if node.name in stopped else "[green]up[/green]",
-            str(len(fleet.images(node.name))),
-            f"{running} running / {len(containers)}",
+            str(images),
+            f"{running} running / {containers}",
         )
     return table
 
@@ -95,6 +120,7 @@ def up(
     nodes: int,
     speed: float,
     server: str,
+    docker: str,
     link_mbps: float | None,
     boot_speed: float | None,
 ) -> None:
@@ -105,12 +131,19 @@ def up(
         speed=speed,
         boot_speed=boot_speed,
         server=server,  # type: ignore[arg-type]
+        docker=docker,  # type: ignore[arg-type]
         link_mbps=link_mbps,
     )
     fleet.start()
+    kind = ", a Docker daemon per node" if docker == "real" else ""
     console.print(
-        f"{nodes} simulated nodes up ({server}, port {fleet.port}); inventory: {fleet.root}\n"
-        f"try: cockpit --inventory {fleet.root} status"
+        f"{nodes} simulated nodes up ({server}{kind}, port {fleet.port}); "
+        f"inventory: {fleet.root}\ntry: cockpit --inventory {fleet.root} status"
+        + (
+            f"\nbench it with COCKPIT_TIME_SCALE={speed!r} (engine time runs {speed:g}x)"
+            if speed != 1
+            else ""
+        )
     )
 
 
@@ -165,6 +198,16 @@ def corrupt_snapshot(node: str, repo: str, root: Path | None) -> None:
     console.print(f"{node}: altered {path}")
 
 
+@sim.command("corrupt-image")
+@click.argument("node")
+@click.option("--repo", default=None, help="The image's repository (default: the first by digest).")
+@dir_option
+def corrupt_image(node: str, repo: str | None, root: Path | None) -> None:
+    """Make NODE's image held by digest another image (same digest, another id)."""
+    wrong = SimFleet.attach(_root(root)).corrupt_image(node, repo)
+    console.print(f"{node}: its digest now resolves to {wrong[:19]}")
+
+
 @sim.command()
 @click.argument("node")
 @click.argument("fault")
@@ -176,6 +219,16 @@ def fault(node: str, fault: str, off: bool, root: Path | None) -> None:
     console.print(f"{node}: fault {fault} {'cleared' if off else 'set'}")
 
 
+@sim.command()
+@click.argument("state", type=click.Choice(["up", "down"]))
+@dir_option
+def registry(state: str, root: Path | None) -> None:
+    """Bring the fleet's registry up or take it down (pulls, and runs that need a manifest,
+    then fail on every node as when a real registry does not answer)."""
+    SimFleet.attach(_root(root)).set_registry(state == "up")
+    console.print(f"registry {state}")
+
+
 @click.command()
 @_fleet_options
 @click.pass_context
@@ -185,6 +238,7 @@ def demo(
     speed: float,
     boot_speed: float | None,
     server: str,
+    docker: str,
     link_mbps: float | None,
 ) -> None:
     """Open the cockpit on a simulated fleet that lives as long as it does.
@@ -201,11 +255,14 @@ def demo(
             speed=speed,
             boot_speed=boot_speed or max(20.0, speed),
             server=server,  # type: ignore[arg-type]
+            docker=docker,  # type: ignore[arg-type]
             link_mbps=link_mbps,
             owner_pid=os.getpid(),  # the fleet stops itself if this process dies (e.g. SIGHUP)
         )
         with fleet:
             ctx.obj = {**(ctx.obj or {}), "inventory": fleet.inventory_dir}
+            # the simulator's own launcher tells the bench how fast the engines' clock runs
+            os.environ["COCKPIT_TIME_SCALE"] = repr(speed)
             ctx.invoke(tui)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 
 import click
@@ -12,6 +13,8 @@ from rich.live import Live
 
 from cockpit.config import Inventory, load_inventory
 from cockpit.errors import EXIT_FAILED, EXIT_OK
+from cockpit.ops.ownership import holder_check
+from cockpit.pids import pid_exists
 from cockpit.ssh.inventory import pool_for
 from cockpit.status import (
     FleetPoller,
@@ -25,7 +28,11 @@ from cockpit.status import (
     wanted_images,
 )
 
-FIRST_ROUND_EXTRA_S = 15.0  # beyond the connect timeout: slow docker queries on a busy node
+FIRST_ROUND_IDLE_S = 15.0
+"""The one-shot status waits while facts keep arriving; it gives up on what is still unknown once
+no node sent a new kind of fact for the connect timeout plus this (slow docker queries on a busy
+node), or at FIRST_ROUND_CAP_S in all."""
+FIRST_ROUND_CAP_S = 120.0
 WATCH_REFRESH_S = 1.0
 console = Console(highlight=False)
 
@@ -46,12 +53,15 @@ async def _collect(
     async with pool_for(inventory, nodes) as pool, FleetPoller(pool, nodes, pace) as poller:
 
         def snapshot() -> FleetStatus:
+            now = time.time()
+            gone = holder_check(now, socket.gethostname(), pid_exists)
             return fleet_status(
-                poller.links(), poller.facts(), wanted, time.time(), _stale_after(pace)
+                poller.links(), poller.facts(), wanted, now, _stale_after(pace), gone
             )
 
         if not watch:
-            await poller.wait_first_round(inventory.ssh.connect_timeout + FIRST_ROUND_EXTRA_S)
+            idle = inventory.ssh.connect_timeout + FIRST_ROUND_IDLE_S
+            await poller.wait_first_round(idle, FIRST_ROUND_CAP_S)
             return snapshot()
         if fmt == "json":
             while True:
@@ -71,12 +81,17 @@ async def _collect(
 def status(ctx: click.Context, cluster: str | None, watch: bool, fmt: str) -> None:
     """Nodes: reachable, GPU, memory (unified-aware), containers by lane, recipe images.
 
-    Exits 1 when a node is not healthy (one-shot mode).
+    Exits 1 (one-shot mode) when a node is not healthy, a fact is still unknown, or a problem
+    (an orphaned lane, an image that is not the pinned one) is shown with its fix.
     """
     inventory = load_inventory((ctx.obj or {}).get("inventory"))
     nodes = _nodes(inventory, cluster)
     recipes = [r for r in inventory.recipes.values() if not cluster or cluster in r.lane.clusters]
-    wanted = wanted_images(recipes)
+    placements = {
+        r.name: tuple((c, tuple(inventory.cluster(c).nodes)) for c in r.lane.clusters)
+        for r in recipes
+    }
+    wanted = wanted_images(recipes, placements)
     try:
         result = asyncio.run(_collect(inventory, nodes, wanted, watch, fmt))
     except KeyboardInterrupt:
@@ -86,6 +101,7 @@ def status(ctx: click.Context, cluster: str | None, watch: bool, fmt: str) -> No
     else:
         console.print(status_renderable(result))
     healthy = all(row.health is Health.OK for row in result.rows)
+    healthy = healthy and result.complete and not result.problems
     ctx.exit(EXIT_OK if healthy else EXIT_FAILED)
 
 

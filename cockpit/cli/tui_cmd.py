@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 
 import click
 
-from cockpit.assets import SIM_TOKENIZER_DIR
 from cockpit.config import Inventory, load_inventory
+from cockpit.ops.interrupt import install
 from cockpit.ssh.inventory import pool_for
 
 
@@ -25,7 +26,7 @@ def run_tui(
 
     settings = load_settings(default_settings_path())
 
-    async def main() -> None:
+    async def main() -> int:
         async with (
             pool_for(inventory) as pool,
             fleet_app(
@@ -33,13 +34,24 @@ def run_tui(
                 pool,
                 settings,
                 reports_dir=reports_dir,
-                tokenizer_dir=SIM_TOKENIZER_DIR,
                 readonly=readonly,
             ) as app,
         ):
-            await app.run_async()
+            ending: list[asyncio.Task[None]] = []
 
-    asyncio.run(main())
+            def on_signal(signum: int) -> None:  # a second signal aborts at once
+                ending.append(asyncio.create_task(app.terminate(signum)))
+
+            undo = install(asyncio.get_running_loop(), on_signal)
+            try:
+                await app.run_async()
+            finally:
+                undo()
+            return app.return_code or 0
+
+    code = asyncio.run(main())
+    if code:
+        sys.exit(code)
 
 
 @click.command("tui")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import difflib
 import os
+import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,9 +15,10 @@ from pydantic import BaseModel, ValidationError
 
 from cockpit.assets import asset_dir
 from cockpit.config.models import Cluster, ClustersFile, Node, Recipe, SshSettings
-from cockpit.config.rules import check_recipe
+from cockpit.config.rules import check_nul, check_recipe
 from cockpit.config.toml_source import TomlSource, read_toml
 from cockpit.errors import InputError, Problem
+from cockpit.redact import REDACTED, is_secret_name, remember
 
 CLUSTERS_FILE = "clusters.toml"
 PROJECT_RECIPES = asset_dir("recipes")
@@ -62,8 +65,18 @@ class Inventory:
     def master_port_of(self, cluster: Cluster) -> int:
         return cluster.master_port or self.master_port
 
-    def model_cache_of(self, cluster: Cluster) -> str:
-        return cluster.model_cache or self.model_cache
+    def model_cache_of(self, cluster: Cluster, node: str | None = None) -> str:
+        """The model cache on `node` (its own, else the cluster's, else the default)."""
+        own = self.nodes[node].model_cache if node in self.nodes else None
+        return own or cluster.model_cache or self.model_cache
+
+    def model_caches(self, cluster: Cluster) -> dict[str, str]:
+        """Node → model cache, for the cluster's nodes."""
+        return {n: self.model_cache_of(cluster, n) for n in cluster.nodes}
+
+    def compile_cache_of(self, node: str) -> str:
+        own = self.nodes[node].compile_cache if node in self.nodes else None
+        return own or self.compile_cache
 
 
 def _unknown(kind: str, name: str, known: dict[str, Any]) -> str:
@@ -113,6 +126,8 @@ def pydantic_problems(
     problems = []
     for item in error.errors():
         loc = tuple(item["loc"])
+        secret = any(is_secret_name(str(part)) for part in loc)
+        got = REDACTED if secret else repr(item["input"])  # repr escapes control characters
         if item["type"] == "extra_forbidden":
             allowed = _allowed_keys(model, loc)
             close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
@@ -120,10 +135,14 @@ def pydantic_problems(
             message = f"unknown key {loc[-1]!r} ({hint})"
         elif item["type"] == "missing":
             message = "required key is missing"
+        elif item["type"] == "value_error":
+            message = f"{item['ctx']['error']} (got {item['input']!r})"
         elif item["type"] == "string_pattern_mismatch":
-            message = f"{item['input']!r} is not allowed here (must match {item['ctx']['pattern']})"
+            message = f"{got} is not allowed here (must match {item['ctx']['pattern']})"
+        elif item["type"] == "value_error":
+            message = f"{item['msg'].removeprefix('Value error, ')} (got {got})"
         else:
-            message = f"{item['msg']} (got {item['input']!r})"
+            message = f"{item['msg']} (got {got})"
         problems.append(src.problem(loc, message))
     return problems
 
@@ -149,6 +168,8 @@ def _load_clusters(root: Path) -> tuple[ClustersFile | None, TomlSource | None, 
         src = read_toml(path)
     except InputError as exc:
         return None, None, exc.problems
+    if nul := check_nul(src):
+        return None, src, nul
     data = _named(_named(src.data, "nodes"), "clusters")
     try:
         parsed = ClustersFile.model_validate(data)
@@ -166,11 +187,15 @@ def _load_clusters(root: Path) -> tuple[ClustersFile | None, TomlSource | None, 
     return parsed, src, problems
 
 
-def _load_recipe(path: Path, clusters: dict[str, Cluster]) -> tuple[Recipe | None, list[Problem]]:
+def _load_recipe(
+    path: Path, clusters: dict[str, Cluster] | None
+) -> tuple[Recipe | None, list[Problem]]:
     try:
         src = read_toml(path)
     except InputError as exc:
         return None, exc.problems
+    if nul := check_nul(src):
+        return None, nul
     try:
         recipe = Recipe.model_validate(src.data)
     except ValidationError as exc:
@@ -186,12 +211,26 @@ def _load_recipe(path: Path, clusters: dict[str, Cluster]) -> tuple[Recipe | Non
     return (None if problems else recipe), problems
 
 
+def secret_values(recipes: Iterable[Recipe], clusters: Iterable[Cluster]) -> list[str]:
+    """The values of secret-named env keys and serve flags: the redactor hides them wherever
+    they appear (an engine may echo them in its log)."""
+    values = [v for c in clusters for k, v in c.nccl.env.items() if is_secret_name(k)]
+    for recipe in recipes:
+        values += [v for k, v in recipe.env.items() if is_secret_name(k)]
+        values += [
+            str(v)
+            for k, v in recipe.serve.extra_args.items()
+            if is_secret_name(k) and not isinstance(v, bool)
+        ]
+    return values
+
+
 def check_inventory(root: Path) -> tuple[Inventory | None, list[Problem]]:
     """Load and validate every file; return what loaded and every problem found."""
     if not root.is_dir():
         return None, [Problem(str(root), None, "", "inventory folder does not exist")]
     clusters_file, _, problems = _load_clusters(root)
-    clusters = clusters_file.clusters if clusters_file else {}
+    clusters = clusters_file.clusters if clusters_file else None
     recipes: dict[str, Recipe] = {}
     sources: dict[str, Path] = {}
     for path in sorted(root.glob("*.toml")):
@@ -202,7 +241,8 @@ def check_inventory(root: Path) -> tuple[Inventory | None, list[Problem]]:
         if recipe is not None:
             recipes[recipe.name] = recipe
             sources[recipe.name] = path
-    if clusters_file is None:
+    remember(secret_values(recipes.values(), (clusters or {}).values()))
+    if clusters_file is None or clusters is None:
         return None, problems
     defaults = clusters_file.defaults
     nodes = {
@@ -233,3 +273,31 @@ def load_inventory(root: Path | None = None) -> Inventory:
     if problems or inventory is None:
         raise InputError(problems)
     return inventory
+
+
+def known_hosts_problem(inventory: Inventory, nodes: Iterable[str] | None = None) -> Problem | None:
+    """A configured known_hosts file that cannot be read, with the command that creates it.
+
+    Without this, every node fails with asyncssh's bare "no such file or directory"."""
+    known = inventory.path(inventory.ssh.known_hosts)
+    if known is None or (known.is_file() and os.access(known, os.R_OK)):
+        return None
+    why = "is not readable" if known.exists() else "does not exist"
+    by_port: dict[int, list[str]] = {}
+    for name in nodes if nodes is not None else inventory.nodes:
+        node = inventory.nodes[name]
+        by_port.setdefault(node.port or 22, []).append(node.host)
+    scans = " && ".join(
+        shlex.join(["ssh-keyscan", *(["-p", str(port)] if port != 22 else []), *hosts])
+        + f" >> {shlex.quote(str(known))}"
+        for port, hosts in by_port.items()
+    )
+    message = (
+        f"known_hosts file {known} {why}: after checking the nodes are the right machines, "
+        f"record their host keys with: {scans} (or point [ssh] known_hosts at your file)"
+    )
+    path = inventory.root / CLUSTERS_FILE
+    try:
+        return read_toml(path).problem(("ssh", "known_hosts"), message)
+    except InputError:
+        return Problem(str(path), None, "ssh.known_hosts", message)

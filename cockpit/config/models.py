@@ -7,13 +7,50 @@ from enum import StrEnum
 from pathlib import PurePosixPath
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+)
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,62}$"
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
+USER_PATTERN = r"^[a-z_][a-z0-9_.-]{0,31}$"
+UserName = Annotated[str, StringConstraints(pattern=USER_PATTERN)]
+"""A login name as useradd takes it; never an option (`-oProxyCommand=…`) nor shell text."""
 EnvKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+
+
+def _one_line(value: str) -> str:
+    if "\n" in value or "\r" in value:
+        raise ValueError(
+            "an env value is one line: it goes into the env file of `docker run --env-file`, "
+            "which has no quoting (a line break would start another variable)"
+        )
+    return value
+
+
+EnvValue = Annotated[str, AfterValidator(_one_line)]
 HexPrefix = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{8,64}$")]
 JsonTable = dict[str, Any]
+
+
+def _absolute(path: str | None) -> str | None:
+    """A cache path is a path ON THE NODE and must be absolute: Docker reads a relative
+    `-v hf-cache:…` as a named volume (an empty one: the model would be missing) and refuses one
+    with a slash (`vllm-cache/x` "includes invalid characters for a local volume name")."""
+    if path is not None and not path.startswith("/"):
+        raise ValueError(
+            "must be an absolute path on the node: docker reads a relative -v source as a named "
+            "volume (empty, the model would be missing) and refuses one that holds a '/'"
+        )
+    return path
+
+
+AbsolutePath = Annotated[str, AfterValidator(_absolute)]
 
 
 class Strict(BaseModel):
@@ -31,9 +68,15 @@ class Node(Strict):
     name: Name = ""
     host: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._:-]+$")]
     port: int = Field(default=0, ge=0, le=65535, description="0: the inventory default")
-    user: Annotated[str, StringConstraints(pattern=r"^[a-z_][a-z0-9_.-]*$")] | None = None
+    user: UserName | None = None
     addr: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._:-]+$")] | None = Field(
         default=None, description="address peers and clients use for its services (default: host)"
+    )
+    model_cache: AbsolutePath | None = Field(
+        default=None, description="this node's model cache (default: the cluster's, else defaults)"
+    )
+    compile_cache: AbsolutePath | None = Field(
+        default=None, description="this node's compile cache (default: defaults.compile_cache)"
     )
 
     @property
@@ -51,13 +94,13 @@ class SshSettings(Strict):
 
 
 class Defaults(Strict):
-    ssh_user: str = "operator"
+    ssh_user: UserName = "operator"
     ssh_port: int = Field(default=22, ge=1, le=65535)
     serve_port: int = Field(default=30000, ge=1, le=65535)
     master_port: int = Field(default=29501, ge=1, le=65535)
-    model_cache: str = "/srv/hf-cache"
-    container_model_cache: str = "/root/.cache/huggingface"
-    compile_cache: str = "/srv/vllm-cache"
+    model_cache: AbsolutePath = "/srv/hf-cache"
+    container_model_cache: AbsolutePath = "/root/.cache/huggingface"
+    compile_cache: AbsolutePath = "/srv/vllm-cache"
 
 
 class Fabric(StrEnum):
@@ -74,7 +117,7 @@ class NcclBlock(Strict):
     )
     gid_index: int = Field(ge=0, le=255)
     socket_ifname: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]+$")]
-    env: dict[EnvKey, str] = Field(default_factory=dict)
+    env: dict[EnvKey, EnvValue] = Field(default_factory=dict)
 
     def to_env(self) -> dict[str, str]:
         """NCCL/Gloo environment for every rank of a lane on this cluster."""
@@ -97,7 +140,7 @@ class Cluster(Strict):
     description: str = ""
     serve_port: int | None = Field(default=None, ge=1, le=65535)
     master_port: int | None = Field(default=None, ge=1, le=65535)
-    model_cache: str | None = None
+    model_cache: AbsolutePath | None = None
     nccl: NcclBlock
 
     @field_validator("nodes")
@@ -175,6 +218,12 @@ class ModelFacts(Strict):
     max_model_len: int = Field(ge=1)
     draft: str | None = None
     cache_namespace: Name
+    kv_bytes_per_token: int | None = Field(
+        default=None,
+        ge=1,
+        description="KV cache bytes per token (2 x layers x KV heads x head dim x dtype bytes): "
+        "the KV pane's pool GiB when the engine does not report kv_cache_memory_bytes",
+    )
 
     @property
     def cache_dir_name(self) -> str:
@@ -241,7 +290,7 @@ class Recipe(Strict):
     launcher: Launcher = Field(default_factory=Launcher)
     model: ModelFacts
     serve: ServeContract
-    env: dict[EnvKey, str] = Field(default_factory=dict)
+    env: dict[EnvKey, EnvValue] = Field(default_factory=dict)
     deviations: list[Deviation] = Field(default_factory=list)
 
     @property

@@ -34,6 +34,22 @@ RENDERED_FLAGS = frozenset(
 )
 
 
+def check_nul(src: TomlSource) -> list[Problem]:
+    """A NUL in any string: no command line or env file can carry one (exec cuts the word)."""
+
+    def walk(value: object, loc: tuple[str | int, ...]) -> Iterator[Problem]:
+        if isinstance(value, str) and "\x00" in value:
+            yield src.problem(loc, "holds a NUL character (\\x00), which no command can carry")
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                yield from walk(item, (*loc, key))
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                yield from walk(item, (*loc, index))
+
+    return list(walk(src.data, ()))
+
+
 def valid_tp_sizes(heads: int, kv_heads: int, limit: int = 64) -> list[int]:
     return [tp for tp in range(1, limit + 1) if heads % tp == 0 and kv_heads % tp == 0]
 
@@ -157,11 +173,14 @@ def check_model_len(recipe: Recipe, src: TomlSource) -> Iterator[Problem]:
         )
 
 
-def check_recipe(recipe: Recipe, src: TomlSource, clusters: dict[str, Cluster]) -> list[Problem]:
-    """Every cross-field rule for one recipe, all problems at once."""
+def check_recipe(
+    recipe: Recipe, src: TomlSource, clusters: dict[str, Cluster] | None
+) -> list[Problem]:
+    """Every cross-field rule for one recipe, all problems at once (`clusters` None: the
+    clusters file did not load, its own problem says why; no recipe is blamed for it)."""
     return [
         *check_tensor_parallel(recipe, src),
-        *check_clusters(recipe, src, clusters),
+        *(check_clusters(recipe, src, clusters) if clusters is not None else ()),
         *check_exclusive_flags(recipe, src),
         *check_env(recipe, src),
         *check_image(recipe, src),

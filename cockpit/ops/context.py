@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 
 from cockpit.config import Inventory
@@ -9,6 +10,7 @@ from cockpit.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED
 from cockpit.ops.events import (
     Finished,
     Notice,
+    OpEvent,
     Planned,
     Progress,
     Severity,
@@ -16,7 +18,7 @@ from cockpit.ops.events import (
     StepStarted,
 )
 from cockpit.ops.history import BootHistory
-from cockpit.ops.locks import LOCK_TTL_S
+from cockpit.ops.locks import LOCK_TTL_S, LockRecord, NodeLocks, new_record
 from cockpit.ssh import SshPool
 
 
@@ -102,3 +104,33 @@ class Outcome:
     @property
     def ok(self) -> bool:
         return self.code == EXIT_OK
+
+
+class OpLocks:
+    """The one way every operation takes its nodes' locks: the "lock" step, a warning for each
+    stale lock taken over (whose holder is named), and a refusal that leaves nothing held."""
+
+    def __init__(self, ctx: OpContext, emit: Emit) -> None:
+        self.emit = emit
+        record = new_record(emit.op, emit.lane or emit.cluster, ctx.lock_ttl_s)
+        self.locks = NodeLocks(ctx.pool, record)
+
+    async def acquire(self, nodes: Iterable[str], outcome: Outcome) -> AsyncIterator[OpEvent]:
+        """Lock `nodes`; on a refusal `outcome` is refused (the caller then ends)."""
+        yield self.emit.started("lock")
+        refused = await self.locks.acquire(nodes)
+        for node, why in self.locks.broken:
+            yield self.emit.notice(why, node)
+        if refused:
+            yield self.emit.finished("lock", ok=False, detail=str(refused[0]))
+            outcome.refuse("; ".join(str(r) for r in refused))
+        else:
+            yield self.emit.finished("lock")
+
+    @property
+    def record(self) -> LockRecord:
+        """This operation's lock record (a launch names its token in its lane markers)."""
+        return self.locks.record
+
+    async def release(self) -> None:
+        await self.locks.release()

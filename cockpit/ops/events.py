@@ -7,10 +7,11 @@ events, and always ends with exactly one `Finished` (ok or not, with the exit co
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 
 from cockpit.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED
+from cockpit.redact import shown
 
 
 class Severity(StrEnum):
@@ -27,6 +28,14 @@ class OpEvent:
     lane: str = ""
     cluster: str = ""
     ts: float = field(default_factory=time.time)
+
+    def __post_init__(self) -> None:
+        """Every text of every event goes through the redactor (secrets hidden, control and
+        bidi characters escaped): the CLI, the TUI and the logs print events as they are."""
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if isinstance(value, str) and value:
+                object.__setattr__(self, item.name, shown(value))
 
 
 @dataclass(frozen=True, kw_only=True)

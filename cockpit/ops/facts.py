@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cockpit.config.models import Recipe
 from cockpit.ssh import SshError, SshPool
@@ -54,7 +54,8 @@ class NodeFacts:
     image_id: str | None = None  # the id the recipe's reference resolves to (present by digest)
     full_ref: str | None = None  # the full `repo@sha256:…` the recipe's reference resolves to
     image_size: int | None = None
-    has_image_id: bool = False  # the image's id is present (perhaps without its digest)
+    has_image_id: bool = False  # the recipe's pinned image id is present (perhaps without digest)
+    wrong_id: str | None = None  # the id the digest resolves to when it is not the pinned one
     containers: tuple[ContainerRow, ...] = ()  # every cockpit-labelled container, running or not
     snapshot_present: bool = False
     config_sha256: str | None = None
@@ -70,6 +71,11 @@ class NodeFacts:
     @property
     def has_digest(self) -> bool:
         return self.image_id is not None
+
+    @property
+    def holds_pinned(self) -> bool:
+        """The digest resolves, to the recipe's pinned image id: a node to sync from."""
+        return self.has_digest and self.wrong_id is None
 
     def running(self) -> tuple[ContainerRow, ...]:
         return tuple(c for c in self.containers if c.state == "running")
@@ -132,6 +138,11 @@ def _sha_of(text: str, name: str) -> str | None:
     return None
 
 
+def same_id(got: str, pin: str) -> bool:
+    """An image id against a recipe's pin (which may be a prefix, with or without `sha256:`)."""
+    return got.removeprefix("sha256:").startswith(pin.removeprefix("sha256:"))
+
+
 def resolve_digest_ref(ref: str, repo_digests: Iterable[str]) -> str | None:
     """The full `repo@sha256:…` among an image's RepoDigests that `ref` names (a recipe may pin
     a digest prefix of at least 8 hex digits, as the seed does), None when none matches."""
@@ -148,12 +159,15 @@ def parse_facts(node: str, text: str, ref: str, image_id: str) -> NodeFacts:
     images = parse_image_inspect(sections.get("images", ""))
     by_digest = image_with_digest(images, ref)
     snapshot = sections.get("snapshot", "")
+    wrong = by_digest is not None and bool(image_id) and not same_id(by_digest.id, image_id)
+    pinned = image_with_id(images, image_id) if image_id else by_digest
     return NodeFacts(
         node=node,
         image_id=by_digest.id if by_digest else None,
         full_ref=resolve_digest_ref(ref, by_digest.repo_digests) if by_digest else None,
         image_size=by_digest.size if by_digest else None,
-        has_image_id=by_digest is not None or bool(image_id and image_with_id(images, image_id)),
+        has_image_id=pinned is not None,
+        wrong_id=by_digest.id if wrong and by_digest else None,
         containers=tuple(parse_ps(sections.get("containers", ""))),
         snapshot_present=snapshot.startswith("present"),
         config_sha256=_sha_of(snapshot, CONFIG_FILE),
@@ -172,11 +186,13 @@ class FactsCollector:
     recipe: Recipe
     model_cache: str
     timeout: float = FACTS_TIMEOUT_S
+    node_caches: Mapping[str, str] = field(default_factory=dict)  # a node's own model cache
 
     async def collect(self, nodes: Iterable[str]) -> dict[str, NodeFacts]:
-        argv = facts_command(self.recipe, self.model_cache)
         names = list(dict.fromkeys(nodes))
-        results = await asyncio.gather(*(self._one(n, argv) for n in names))
+        argvs = {n: facts_command(self.recipe, self.node_caches.get(n, self.model_cache))
+                 for n in names}  # fmt: skip
+        results = await asyncio.gather(*(self._one(n, argvs[n]) for n in names))
         return dict(zip(names, results, strict=True))
 
     async def _one(self, node: str, argv: list[str]) -> NodeFacts:

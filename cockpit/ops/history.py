@@ -2,18 +2,20 @@
 
 A first Pro boot takes ~40 min (seed §2); knowing the previous boot of the same lane on the same
 cluster turns "booting…" into "about 12 min left". One small JSON file under the user's state
-directory (`$COCKPIT_STATE_DIR` overrides it), the last few boots per lane@cluster.
+directory (`$COCKPIT_STATE_DIR` overrides it), the last few boots per lane@cluster, replaced
+atomically (`cockpit.atomic`: a writer killed mid-save leaves the previous file and no orphan).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
+
+from cockpit.atomic import write_atomic
 
 KEEP = 10
 
@@ -56,11 +58,7 @@ class BootHistory:
         data = self._read()
         boots = [*(data.get(_key(lane, cluster)) or []), {"seconds": seconds, "at": finished_at}]
         data[_key(lane, cluster)] = boots[-KEEP:]
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".boot-history.")
-        with os.fdopen(fd, "w") as handle:
-            json.dump(data, handle, indent=1)
-        os.replace(tmp, self.path)
+        write_atomic(self.path, json.dumps(data, indent=1) + "\n")
 
 
 def eta_seconds(previous: float | None, elapsed: float) -> float | None:

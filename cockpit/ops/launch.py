@@ -11,30 +11,43 @@ import asyncio
 import contextlib
 import shlex
 import time
-from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 
 from cockpit.config.models import Recipe
 from cockpit.errors import InputError
-from cockpit.ops.context import Emit, OpContext, Outcome
+from cockpit.ops.context import Emit, OpContext, OpLocks, Outcome
 from cockpit.ops.events import OpEvent
 from cockpit.ops.facts import FactsCollector
 from cockpit.ops.history import eta_seconds
-from cockpit.ops.locks import NodeLocks, new_record
+from cockpit.ops.locks import LockRecord
+from cockpit.ops.ownership import (
+    LaneMarker,
+    new_marker,
+    remove_markers_command,
+    write_marker_command,
+)
 from cockpit.ops.preflight import preflight
-from cockpit.ops.readiness import base_url, probe
+from cockpit.ops.ranks import RankView, blame, docker_time, last_progress, stalled
+from cockpit.ops.readiness import base_url, health, probe
 from cockpit.ops.sync import survey, sync_core
-from cockpit.plan import LanePlan, RankCommand, plan_lane, redact_argv
+from cockpit.plan import LanePlan, RankCommand, plan_lane
 from cockpit.ssh import SshError
-from cockpit.telemetry.boot import BootPhase, BootState, BootTracker
-from cockpit.telemetry.docker_out import parse_container_inspect
+from cockpit.telemetry.boot import BootPhase, BootState
+from cockpit.telemetry.docker_out import docker_error, parse_container_inspect
 
 START_TIMEOUT_S = 60.0
 DEFAULT_BOOT_TIMEOUT_S = 3600.0
 PROBE_EVERY_S = 0.5
-TAIL_LINES = 40
+TICK_S = 0.25
 SETTLE_S = 1.5
+STALL_TIMEOUT_S = 600.0
+"""No rank's boot moved (phase, percent, counts) and the head did not answer for this long: hung.
+As long as NCCL's own collective timeout: a real boot is never that quiet (the autotune, weights
+and graph capture all print progress)."""
+READY_WATCH_S = 3.0
+"""After ready, every rank must still run (and the head answer /health) this long: an engine that
+dies at once (right after the one-token probe) is a failed launch, not a ready one."""
 
 
 def boot_deadline(previous: float | None, explicit: float | None) -> float:
@@ -62,72 +75,54 @@ def describe(state: BootState) -> str:
     return f"{state.phase.value}{extra}"
 
 
-@dataclass
-class _Rank:
-    """A rank's boot as the watcher sees it."""
+@dataclass(frozen=True)
+class Timing:
+    """How long a launch waits, and for what (each has a CLI option)."""
 
-    command: RankCommand
-    tracker: BootTracker
-    tail: deque[str]
-
-
-Update = tuple[str, "_Rank", BootState]
+    boot_timeout_s: float | None = None  # None: from the lane's previous boot (`boot_deadline`)
+    stall_timeout_s: float = STALL_TIMEOUT_S  # no rank progressed for this long: hung
+    ready_watch_s: float = READY_WATCH_S  # after ready, every rank must stay up this long
 
 
-async def _watch(ctx: OpContext, rank: _Rank, queue: asyncio.Queue[Update]) -> None:
-    """Follow the rank's log until its container ends; post every state change."""
-    command = shlex.join(["docker", "logs", "-f", rank.command.container]) + " 2>&1"
-    previous = rank.tracker.state
+Update = tuple[str, RankView, BootState]  # the state as of that line: no phase is skipped
+
+
+async def _watch(ctx: OpContext, rank: RankView, queue: asyncio.Queue[Update]) -> None:
+    """Follow the rank's log (with the node's timestamps) until its container ends."""
+    argv = ["docker", "logs", "-f", "--timestamps", rank.command.container]
     try:
-        async with ctx.pool.stream(rank.command.node, command) as lines:
+        async with ctx.pool.stream(rank.node, shlex.join(argv) + " 2>&1") as lines:
             async for line in lines:
-                if line.strip():
-                    rank.tail.append(line)
-                state = rank.tracker.feed(line)
-                if state != previous:
-                    previous = state
-                    await queue.put(("state", rank, state))
+                if rank.feed(line, time.monotonic()):
+                    await queue.put(("line", rank, rank.state))
     except SshError as exc:
         rank.tail.append(f"log stream lost: {exc.reason}")
-    await queue.put(("ended", rank, rank.tracker.state))
+    rank.ended = True
+    await queue.put(("ended", rank, rank.state))
 
 
-async def _exit_code(ctx: OpContext, rank: RankCommand) -> int | None:
+async def _inspect(ctx: OpContext, rank: RankView) -> None:
+    """Mark the rank ended (with its exit code and end time) when its container is not running."""
     with contextlib.suppress(SshError):
-        result = await ctx.pool.run(rank.node, ["docker", "inspect", "--", rank.container])
+        result = await ctx.pool.run(rank.node, ["docker", "inspect", "--", rank.command.container])
         infos = parse_container_inspect(result.stdout)
-        if infos and infos[0].state and not infos[0].state.running:
-            return infos[0].state.exit_code
-    return None
-
-
-_KIND_RANK = {"traceback": 0, "error": 1, "exception": 2, "timeout": 2}
-
-
-def culprit(ranks: list[_Rank], first: _Rank) -> _Rank:
-    """The rank whose log holds the root cause: the most decisive failure line wins (an exception
-    or NCCL timeout beats an ERROR line such as "worker died"); ties go to the first to fail."""
-
-    def score(rank: _Rank) -> int:
-        kind = rank.tracker.state.failed_kind
-        return _KIND_RANK[kind] if kind else -1
-
-    return max([first, *(r for r in ranks if r is not first)], key=score)
-
-
-def _decisive(rank: _Rank) -> str:
-    state = rank.tracker.state
-    if state.failed_line:
-        return state.failed_line
-    return rank.tail[-1] if rank.tail else "(no log output)"
+        state = infos[0].state if infos else None
+        if not infos or (state is not None and not state.running):
+            rank.ended = True
+        if state is not None and not state.running:
+            rank.exit_code = state.exit_code
+            rank.ended_at = docker_time(state.finished_at)
 
 
 async def remove_ranks(ctx: OpContext, plan: LanePlan) -> list[str]:
-    """`docker rm -f` every rank of the lane; returns the nodes where that could not be done."""
+    """`docker rm -f` every rank of the lane and its lane markers; returns the nodes where that
+    could not be done."""
+    lane = plan.recipe.name
 
     async def one(rank: RankCommand) -> str | None:
         try:
             await ctx.pool.run(rank.node, ["docker", "rm", "-f", "--", rank.container], timeout=60)
+            await ctx.pool.run(rank.node, remove_markers_command(rank.node, [lane]), timeout=30)
         except SshError as exc:
             return f"{rank.node} ({exc.reason})"
         return None
@@ -136,97 +131,162 @@ async def remove_ranks(ctx: OpContext, plan: LanePlan) -> list[str]:
     return [r for r in results if r]
 
 
-async def _boot(
-    ctx: OpContext, emit: Emit, plan: LanePlan, outcome: Outcome, boot_timeout_s: float | None
+async def _failure(
+    ctx: OpContext,
+    emit: Emit,
+    ranks: list[RankView],
+    tasks: list[asyncio.Task[None]],
+    outcome: Outcome,
 ) -> AsyncIterator[OpEvent]:
-    """Follow every rank's log to ready (or failure); sets `outcome`."""
+    """A rank failed: give the others a moment to print (a crash takes its peers down), then
+    blame the earliest failure and list the others as its consequences; sets `outcome`."""
+    await asyncio.wait(tasks, timeout=SETTLE_S)
+    failed = [r for r in ranks if r.failed]
+    await asyncio.gather(*(_inspect(ctx, r) for r in failed))
+    cause, victims = blame(failed)
+    short = f"rank {cause.rank} on {cause.node} {cause.failure()}"
+    yield emit.notice(short, cause.node, cause.decisive(), error=True)
+    for victim in victims:
+        yield emit.notice(
+            f"consequence: rank {victim.rank} on {victim.node} {victim.failure()} after "
+            f"rank {cause.rank} on {cause.node}",
+            victim.node, victim.decisive(),
+        )  # fmt: skip
+    summary = f"{short}: {cause.decisive()}"
+    if victims:
+        names = ", ".join(f"rank {v.rank} on {v.node}" for v in victims)
+        summary += f" (then {names} failed as a consequence)"
+    outcome.fail(summary)
+    yield emit.finished("boot", ok=False, detail=short)
+
+
+def _stall(
+    emit: Emit,
+    ranks: list[RankView],
+    head_serving: bool,
+    timing: Timing,
+    problem: str,
+    outcome: Outcome,
+) -> list[OpEvent]:
+    """No progress for the stall timeout: the rank the lane waits on is hung at its phase."""
+    rank = stalled(ranks, head_serving)
+    phase = rank.state.phase.value
+    why = f" ({problem})" if head_serving and rank.rank == 0 else ""
+    message = f"{rank.who} hung at {phase}: no progress for {timing.stall_timeout_s:.0f} s{why}"
+    outcome.fail(message)
+    line = rank.state.hang_hint or (rank.tail[-1] if rank.tail else "(no log output)")
+    return [
+        emit.notice(message, rank.node, line, error=True),
+        emit.finished("boot", ok=False, detail=message),
+    ]
+
+
+async def _boot(
+    ctx: OpContext, emit: Emit, plan: LanePlan, outcome: Outcome, timing: Timing
+) -> AsyncIterator[OpEvent]:
+    """Follow every rank to ready, probe the head, watch every rank stay up; sets `outcome`."""
     previous = ctx.history.last_seconds(plan.recipe.name, plan.cluster.name)
-    timeout_s = boot_deadline(previous, boot_timeout_s)
+    timeout_s = boot_deadline(previous, timing.boot_timeout_s)
     started = time.monotonic()
     deadline = started + timeout_s
     queue: asyncio.Queue[Update] = asyncio.Queue()
-    ranks = [_Rank(r, BootTracker(), deque(maxlen=TAIL_LINES)) for r in plan.ranks]
+    ranks = [RankView(r, started) for r in plan.ranks]
+    head = next(r for r in ranks if r.rank == 0)
+    workers = [r for r in ranks if r.rank != 0]
     tasks = [asyncio.create_task(_watch(ctx, rank, queue)) for rank in ranks]
-    phases = {r.command.rank: BootPhase.STARTING for r in ranks}
-    step = "boot"  # then "ready" once the head says so: /health and a chat completion
-    yield emit.started(step)
+    phases = {r.rank: BootPhase.STARTING for r in ranks}
+    yield emit.started("boot")
     for rank in ranks:
-        yield emit.started(f"boot/{BootPhase.STARTING.value}", rank.command.node)
+        yield emit.started(f"boot/{BootPhase.STARTING.value}", rank.node)
     url: str | None = None
+    probing: asyncio.Task[str | None] | None = None
     next_probe = 0.0
+    serving_at: float | None = None  # the head answered and every worker is past NCCL init
     head_ready = False
-    last_problem = "the head did not report ready"
+    problem = "the head did not report ready"
     try:
         while True:
             now = time.monotonic()
             if now >= deadline:
-                slowest = min(ranks, key=lambda r: list(BootPhase).index(r.tracker.state.phase))
-                line = _decisive(slowest)
-                yield emit.notice(
-                    f"boot deadline of {timeout_s:.0f} s passed on {slowest.command.node} "
-                    f"({describe(slowest.tracker.state)}); {last_problem}",
-                    slowest.command.node, line, error=True,
-                )  # fmt: skip
-                outcome.fail(f"{slowest.command.node}: boot deadline of {timeout_s:.0f} s passed")
-                yield emit.finished(step, ok=False, detail=outcome.summary)
+                rank = stalled(ranks, head_ready)
+                line = rank.decisive() if rank.failed else (rank.tail[-1] if rank.tail else "")
+                message = (f"boot deadline of {timeout_s:.0f} s passed: {rank.who} at "
+                           f"{describe(rank.state)}; {problem}")  # fmt: skip
+                yield emit.notice(message, rank.node, line, error=True)
+                outcome.fail(f"{rank.who}: boot deadline of {timeout_s:.0f} s passed ({problem})")
+                yield emit.finished("boot", ok=False, detail=outcome.summary)
                 return
             try:
-                kind, rank, state = await asyncio.wait_for(
-                    queue.get(), min(PROBE_EVERY_S, deadline - now)
-                )
+                kind, rank, state = await asyncio.wait_for(queue.get(), min(TICK_S, deadline - now))
             except TimeoutError:
                 kind = ""
             if kind:
-                node = rank.command.node
-                if state.phase is not phases[rank.command.rank]:
-                    yield emit.finished(f"boot/{phases[rank.command.rank].value}", node)
-                    phases[rank.command.rank] = state.phase
-                    yield emit.started(f"boot/{state.phase.value}", node)
-                elapsed = time.monotonic() - started
+                if state.phase is not phases[rank.rank]:
+                    yield emit.finished(f"boot/{phases[rank.rank].value}", rank.node)
+                    phases[rank.rank] = state.phase
+                    yield emit.started(f"boot/{state.phase.value}", rank.node)
                 yield emit.progress(
-                    "boot", node, done=state.percent or 0.0,
+                    "boot", rank.node, done=state.percent or 0.0,
                     total=100.0 if state.percent is not None else None, unit="%",
-                    eta_s=eta_seconds(previous, elapsed), message=describe(state),
+                    eta_s=eta_seconds(previous, time.monotonic() - started),
+                    message=describe(state),
                 )  # fmt: skip
-                if state.failed or kind == "ended":
-                    # failing ranks get a moment to print their root cause (the exception
-                    # after a Traceback, the crashed worker's own error before "worker died")
-                    await asyncio.wait(tasks, timeout=SETTLE_S)
-                    rank = culprit(ranks, rank)
-                    node, number = rank.command.node, rank.command.rank
-                    code = await _exit_code(ctx, rank.command)
-                    why = "failed" if rank.tracker.state.failed else "exited"
-                    why += f" (exit code {code})" if code is not None else ""
-                    line = _decisive(rank)
-                    yield emit.notice(f"rank {number} on {node} {why}", node, line, error=True)
-                    outcome.fail(f"rank {number} on {node} {why}: {line}")
-                    yield emit.finished(step, ok=False, detail=f"rank {number} on {node} {why}")
+                if rank.failed:
+                    async for event in _failure(ctx, emit, ranks, tasks, outcome):
+                        yield event
                     return
-                if rank.command.rank == 0 and state.ready and not head_ready:
+                if rank is head and state.ready and not head_ready:
                     head_ready = True
-                    yield emit.finished(step, detail=describe(state))
-                    step = "ready"
-                    yield emit.started(step)
-            if head_ready and time.monotonic() >= next_probe:
-                url = url or await base_url(ctx.pool, plan)
-                problem = await probe(url, plan.recipe.serve.served_model_name)
-                if problem is None:
+                    yield emit.finished("boot", detail=describe(state))
+                    yield emit.started("ready")
+            now = time.monotonic()
+            if head_ready and serving_at is None:
+                if probing is None and now >= next_probe:
+                    url = url or await base_url(ctx.pool, plan)
+                    probing = asyncio.create_task(probe(url, plan.recipe.serve.served_model_name))
+                if probing is not None and probing.done():
+                    answer, probing = probing.result(), None
+                    behind = [w for w in workers if not w.past_nccl]
+                    if answer is None and not behind:
+                        serving_at = time.monotonic()
+                        yield emit.finished("ready", detail=f"/health and a chat completion "
+                                            f"answered at {url}")  # fmt: skip
+                        yield emit.started("watch")
+                    else:
+                        problem = (f"readiness: {answer}" if answer else
+                                   f"{behind[0].who} is not past its NCCL init")  # fmt: skip
+                        next_probe = time.monotonic() + PROBE_EVERY_S
+                elif probing is not None:
+                    problem = "the one-token chat completion got no answer"
+            if serving_at is not None and now >= serving_at + timing.ready_watch_s:
+                await asyncio.gather(*(_inspect(ctx, r) for r in ranks))
+                answer = await health(url or plan.endpoint)
+                if not any(r.ended for r in ranks) and answer is None:
                     break
-                last_problem = f"readiness: {problem}"
-                next_probe = time.monotonic() + PROBE_EVERY_S
-        seconds = time.monotonic() - started
+                if answer is not None and not any(r.failed for r in ranks):
+                    head.failure_seen = True
+                    head.tail.append(f"stopped answering after ready: {answer}")
+                async for event in _failure(ctx, emit, ranks, tasks, outcome):
+                    yield event
+                return
+            if serving_at is None and now - last_progress(ranks) >= timing.stall_timeout_s:
+                for event in _stall(emit, ranks, head_ready, timing, problem, outcome):
+                    yield event
+                return
+        seconds = serving_at - started
         for rank in ranks:
-            yield emit.finished(f"boot/{phases[rank.command.rank].value}", rank.command.node)
-            if rank.command.rank:  # headless workers never print "ready": the head speaks for all
-                yield emit.progress("boot", rank.command.node, done=100.0, total=100.0, unit="%",
+            yield emit.finished(f"boot/{phases[rank.rank].value}", rank.node)
+            if rank.rank:  # headless workers never print "ready": the head speaks for all
+                yield emit.progress("boot", rank.node, done=100.0, total=100.0, unit="%",
                                     message="worker serving")  # fmt: skip
-        yield emit.finished(step, detail=f"/health and a chat completion answered at {url}")
+        yield emit.finished("watch", detail=f"every rank still up {timing.ready_watch_s:g} s "
+                            "after ready")  # fmt: skip
         ctx.history.record(plan.recipe.name, plan.cluster.name, seconds, time.time())
         outcome.done(f"{plan.recipe.name} ready at {plan.endpoint} after {seconds:.1f} s of boot")
     finally:
-        for task in tasks:
+        for task in [*tasks, *([probing] if probing else [])]:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, *([probing] if probing else []), return_exceptions=True)
 
 
 async def launch_core(
@@ -235,12 +295,16 @@ async def launch_core(
     plan: LanePlan,
     outcome: Outcome,
     *,
+    owner: LockRecord,
     sync_image: bool = False,
-    boot_timeout_s: float | None = None,
+    timing: Timing | None = None,
 ) -> AsyncIterator[OpEvent]:
     """Preflight → sync (if asked and needed) → start → boot → ready; the caller holds locks."""
     recipe, cluster = plan.recipe, plan.cluster
-    collector = FactsCollector(ctx.pool, recipe, ctx.inventory.model_cache_of(cluster))
+    collector = FactsCollector(
+        ctx.pool, recipe, ctx.inventory.model_cache_of(cluster),
+        node_caches=ctx.inventory.model_caches(cluster),
+    )  # fmt: skip
     yield emit.started("preflight")
     facts = await collector.collect(cluster.nodes)
     master_port = ctx.inventory.master_port_of(cluster)
@@ -248,7 +312,7 @@ async def launch_core(
         plan, facts, production_clusters=ctx.production_clusters, will_sync=sync_image,
         master_port=master_port,
     )  # fmt: skip
-    if not failures and any(not f.has_digest for f in facts.values()):
+    if not failures and any(f.reachable and not f.holds_pinned for f in facts.values()):
         yield emit.finished("preflight", detail="image missing on some nodes: syncing first")
         try:
             sync_plan, _ = await survey(ctx, recipe, cluster.nodes, None, facts)
@@ -286,7 +350,7 @@ async def launch_core(
         for row in f.containers
     ):
         await remove_ranks(ctx, plan)
-    started = _start_and_boot(ctx, emit, plan, outcome, boot_timeout_s)
+    started = _start_and_boot(ctx, emit, plan, outcome, timing or Timing(), owner)
     try:
         async for event in started:
             yield event
@@ -299,20 +363,49 @@ async def launch_core(
         yield emit.info(f"rolled back: every rank of {recipe.name} removed")
 
 
+async def _mark(ctx: OpContext, markers: list[LaneMarker]) -> list[str]:
+    """Write the lane markers on their nodes; returns the problems ("node: why")."""
+
+    async def one(marker: LaneMarker) -> str | None:
+        try:
+            result = await ctx.pool.run(marker.node, write_marker_command(marker), timeout=30)
+        except SshError as exc:
+            return f"{marker.node}: {exc.reason}"
+        return None if result.ok else f"{marker.node}: {result.stderr.strip() or 'write failed'}"
+
+    return [p for p in await asyncio.gather(*(one(m) for m in markers)) if p]
+
+
 async def _start_and_boot(
-    ctx: OpContext, emit: Emit, plan: LanePlan, outcome: Outcome, boot_timeout_s: float | None
+    ctx: OpContext,
+    emit: Emit,
+    plan: LanePlan,
+    outcome: Outcome,
+    timing: Timing,
+    owner: LockRecord,
 ) -> AsyncIterator[OpEvent]:
-    """Start the ranks workers-first, then follow the boot; sets `outcome`."""
+    """Record the launch on the nodes (lane markers), start the ranks workers-first, follow the
+    boot, mark the lane ready; sets `outcome`."""
     outcome.fail("launch interrupted")  # until the boot says otherwise
+    markers = [new_marker(plan.recipe.name, plan.cluster.name, r.node, owner) for r in plan.ranks]
+    problems = await _mark(ctx, markers)
+    if problems:
+        yield emit.notice(f"could not record the launch on the nodes: {'; '.join(problems)}",
+                          error=True)  # fmt: skip
+        outcome.fail(f"could not record the launch on {problems[0]}")
+        return
     for rank in plan.launch_order:
         yield emit.started("start", rank.node)
         try:
-            result = await ctx.pool.run(rank.node, rank.argv, timeout=START_TIMEOUT_S)
+            # the env goes to a 0600 file through stdin, never on the command line (ps)
+            result = await ctx.pool.run(
+                rank.node, rank.start_line, timeout=START_TIMEOUT_S, input=rank.env_file
+            )
         except SshError as exc:
             result = None
             problem = exc.reason
         else:
-            problem = (result.stderr.strip().splitlines() or ["docker run failed"])[-1]
+            problem = docker_error(result.stderr, "docker run failed")  # not the help hint
         if result is None or not result.ok:
             yield emit.finished("start", rank.node, ok=False, detail=problem)
             yield emit.notice(f"rank {rank.rank} on {rank.node} did not start", rank.node,
@@ -320,8 +413,12 @@ async def _start_and_boot(
             outcome.fail(f"rank {rank.rank} on {rank.node} did not start: {problem}")
             return
         yield emit.finished("start", rank.node, detail=result.stdout.strip()[:12])
-    async for event in _boot(ctx, emit, plan, outcome, boot_timeout_s):
+    async for event in _boot(ctx, emit, plan, outcome, timing):
         yield event
+    if outcome.ok:
+        problems = await _mark(ctx, [m.ready() for m in markers])
+        for problem in problems:  # the lane serves: a marker that stays "launching" is a warning
+            yield emit.notice(f"could not mark the lane ready on {problem}")
 
 
 def with_resolved_image(plan: LanePlan, refs: set[str]) -> LanePlan:
@@ -338,8 +435,7 @@ def with_resolved_image(plan: LanePlan, refs: set[str]) -> LanePlan:
 
 def dry_run_events(emit: Emit, plan: LanePlan) -> list[OpEvent]:
     return [
-        emit.info(f"rank {r.rank} on {r.node}: {shlex.join(redact_argv(r.argv))}", r.node)
-        for r in plan.launch_order
+        emit.info(f"rank {r.rank} on {r.node}: {r.display()}", r.node) for r in plan.launch_order
     ]
 
 
@@ -351,8 +447,11 @@ async def launch(
     sync_image: bool = False,
     dry_run: bool = False,
     boot_timeout_s: float | None = None,
+    stall_timeout_s: float = STALL_TIMEOUT_S,
+    ready_watch_s: float = READY_WATCH_S,
 ) -> AsyncIterator[OpEvent]:
     """The `launch` operation: takes the nodes' locks, runs `launch_core`, releases them."""
+    timing = Timing(boot_timeout_s, stall_timeout_s, ready_watch_s)
     emit = Emit("launch", recipe.name, cluster_name)
     outcome = Outcome()
     try:
@@ -361,7 +460,8 @@ async def launch(
         for event in emit.refusal(outcome, str(exc)):
             yield event
         return
-    steps = ("lock", "preflight", *(("sync",) if sync_image else ()), "start", "boot", "ready")
+    steps = ("lock", "preflight", *(("sync",) if sync_image else ()), "start", "boot", "ready",
+             "watch")  # fmt: skip
     nodes = [r.node for r in plan.launch_order]
     yield emit.planned(
         steps,
@@ -374,20 +474,15 @@ async def launch(
         outcome.done("dry run: nothing changed")
         yield emit.end(outcome)
         return
-    locks = NodeLocks(ctx.pool, new_record("launch", recipe.name, ctx.lock_ttl_s))
-    yield emit.started("lock")
-    refused = await locks.acquire(plan.cluster.nodes)
-    for node, why in locks.broken:
-        yield emit.notice(why, node)
-    if refused:
-        yield emit.finished("lock", ok=False, detail=str(refused[0]))
-        outcome.refuse("; ".join(str(r) for r in refused))
+    locks = OpLocks(ctx, emit)
+    async for event in locks.acquire(plan.cluster.nodes, outcome):
+        yield event
+    if not outcome.ok:
         yield emit.end(outcome)
         return
-    yield emit.finished("lock")
     try:
         async for event in launch_core(
-            ctx, emit, plan, outcome, sync_image=sync_image, boot_timeout_s=boot_timeout_s
+            ctx, emit, plan, outcome, owner=locks.record, sync_image=sync_image, timing=timing
         ):
             yield event
     finally:

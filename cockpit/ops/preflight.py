@@ -84,26 +84,19 @@ def check_image(
                 tuple(missing),
             )
         )
-    wrong = [
-        n
-        for n, f in reachable.items()
-        if f.image_id and image.image_id and not _same_id(f.image_id, image.image_id)
-    ]
-    if wrong:
+    wrong = [n for n, f in reachable.items() if f.wrong_id]
+    if wrong and not will_sync:
         failures.append(
             CheckFailure(
                 "image",
                 f"{image.ref} resolves to another image id than the recipe's {image.image_id} "
                 f"on {_nodes(wrong)}",
-                "re-sync the image from a node with the right id (sync-image --from NODE)",
+                f"cockpit sync-image --recipe {plan.recipe.name} --cluster {plan.cluster.name} "
+                "(removes the wrong image, then loads and verifies the pinned one)",
                 tuple(wrong),
             )
         )
     return failures
-
-
-def _same_id(got: str, pin: str) -> bool:
-    return got.removeprefix("sha256:").startswith(pin.removeprefix("sha256:"))
 
 
 def check_lanes(

@@ -1,12 +1,11 @@
 """Is a lane serving? `/health` answers 200 and a one-token chat completion comes back.
 
-The head's port is reached directly when its service address is on this machine's loopback
-(the simulated fleet, a cockpit running on the head), else through an SSH port forward.
+The head's port is always reached through an SSH port forward from the head node, as on a real
+fleet whose engines listen on addresses the cockpit host cannot (or must not) reach: no shortcut
+for an address that happens to be local (the simulated fleet), so the tests use the same path.
 """
 
 from __future__ import annotations
-
-import ipaddress
 
 import httpx
 
@@ -16,17 +15,9 @@ from cockpit.ssh import SshError, SshPool
 PROBE_TIMEOUT_S = 10.0
 
 
-def is_loopback(addr: str) -> bool:
-    try:
-        return ipaddress.ip_address(addr).is_loopback
-    except ValueError:
-        return addr == "localhost"
-
-
 async def base_url(pool: SshPool, plan: LanePlan) -> str:
-    """The URL this machine can use to reach the lane's API."""
-    if is_loopback(plan.head_addr):
-        return plan.endpoint
+    """The URL this machine uses to reach the lane's API: a forward through the head's SSH
+    connection (one listener per target, reused while the connection lives)."""
     host, port = await pool.forward(plan.ranks[0].node, plan.head_addr, plan.serve_port)
     return f"http://{host}:{port}"
 
@@ -53,3 +44,13 @@ async def probe(url: str, model: str) -> str | None:
     except (httpx.HTTPError, ValueError, SshError) as exc:
         return f"{type(exc).__name__}: {exc}"
     return None
+
+
+async def health(url: str) -> str | None:
+    """None when `/health` answers 200; else why not (a head that died after ready)."""
+    try:
+        async with httpx.AsyncClient(base_url=url, timeout=PROBE_TIMEOUT_S) as client:
+            answer = await client.get("/health")
+    except httpx.HTTPError as exc:
+        return f"/health: {type(exc).__name__}: {exc}"
+    return None if answer.status_code == 200 else f"/health answered {answer.status_code}"

@@ -13,9 +13,9 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 
 from cockpit.errors import InputError
-from cockpit.ops.context import Emit, OpContext, Outcome
+from cockpit.ops.context import Emit, OpContext, OpLocks, Outcome
 from cockpit.ops.events import OpEvent
-from cockpit.ops.locks import NodeLocks, new_record
+from cockpit.ops.ownership import remove_markers_command
 from cockpit.ssh import SshError
 from cockpit.status.probe import APPS_QUERY
 from cockpit.telemetry.docker_out import ContainerRow, parse_ps
@@ -78,9 +78,11 @@ async def _gpu_released(ctx: OpContext, node: str, timeout_s: float) -> str | No
         await asyncio.sleep(0.5)
 
 
-async def _stop_node(ctx: OpContext, node: str, names: list[str]) -> str | None:
+async def _stop_node(ctx: OpContext, node: str, names: list[str], lanes: set[str]) -> str | None:
     try:
         result = await ctx.pool.run(node, ["docker", "rm", "-f", "--", *names], timeout=60)
+        if result.ok or "No such container" in result.stderr:
+            await ctx.pool.run(node, remove_markers_command(node, sorted(lanes)), timeout=30)
     except SshError as exc:
         return exc.reason
     if not result.ok and "No such container" not in result.stderr:
@@ -100,7 +102,7 @@ async def stop_core(
         yield emit.notice(f"{node} is unreachable: {why}", node, error=True)
 
     async def one(node: str, names: list[str]) -> tuple[str, str | None]:
-        return node, await _stop_node(ctx, node, names)
+        return node, await _stop_node(ctx, node, names, lanes)
 
     for next_done in asyncio.as_completed([one(n, names) for n, names in targets.items()]):
         node, problem = await next_done
@@ -141,10 +143,10 @@ async def stop(
         f"stop {', '.join(sorted(lanes)) or 'nothing'} on "
         f"{', '.join(sorted(targets)) or 'no node'}",
     )
-    locks = NodeLocks(ctx.pool, new_record("stop", lane or cluster or "", ctx.lock_ttl_s))
-    refused = await locks.acquire(targets)
-    if refused:
-        outcome.refuse("; ".join(str(r) for r in refused))
+    locks = OpLocks(ctx, emit)
+    async for event in locks.acquire(targets, outcome):
+        yield event
+    if not outcome.ok:
         yield emit.end(outcome)
         return
     try:

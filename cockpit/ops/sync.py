@@ -14,10 +14,9 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 
 from cockpit.config.models import Recipe
 from cockpit.errors import InputError
-from cockpit.ops.context import Emit, OpContext, Outcome
+from cockpit.ops.context import Emit, OpContext, OpLocks, Outcome
 from cockpit.ops.events import OpEvent
 from cockpit.ops.facts import FactsCollector, NodeFacts
-from cockpit.ops.locks import NodeLocks, new_record
 from cockpit.ops.sync_plan import SyncPlan, parse_hop_line, plan_sync, relay_command
 from cockpit.ssh import SshError
 from cockpit.telemetry.docker_out import parse_image_inspect
@@ -39,7 +38,7 @@ async def survey(
     wanted = [*nodes, *([source] if source and source not in nodes else [])]
     facts = dict(known or {})
     facts |= await collector.collect(n for n in wanted if n not in facts)
-    if source is None and not any(f.has_digest for f in facts.values()):
+    if source is None and not any(f.holds_pinned for f in facts.values()):
         others = [n for n in ctx.inventory.nodes if n not in facts]
         facts |= await collector.collect(others)
     return plan_sync(recipe.image.ref, nodes, facts, source=source, width=ctx.sync_width), facts
@@ -135,15 +134,36 @@ async def _attempt(
     yield problems
 
 
+async def _remove_wrong(ctx: OpContext, node: str, image_id: str) -> str | None:
+    """`docker rmi` the image a digest wrongly names on `node`; None when it is gone."""
+    try:
+        result = await ctx.pool.run(node, ["docker", "rmi", "-f", "--", image_id], timeout=60)
+    except SshError as exc:
+        return exc.reason
+    if result.ok or "No such image" in result.stderr:
+        return None
+    return (result.stderr.strip().splitlines() or ["docker rmi failed"])[-1]
+
+
 async def sync_core(
     ctx: OpContext, emit: Emit, plan: SyncPlan, outcome: Outcome, size: int | None
 ) -> AsyncIterator[OpEvent]:
-    """Transfer, re-attach, verify; a peer whose transfer failed is retried once on its own chain
-    (one broken peer cannot cut another); sets `outcome`."""
+    """Remove wrong images, transfer, re-attach, verify; a peer whose transfer failed is retried
+    once on its own chain (one broken peer cannot cut another); sets `outcome`."""
     started = time.monotonic()
-    chains: Sequence[Sequence[str]] = plan.chains
-    reattach: Sequence[str] = plan.reattach
     failed: dict[str, str] = {}
+    for node, wrong in plan.remove:
+        yield emit.started("remove", node)
+        problem = await _remove_wrong(ctx, node, wrong)
+        detail = problem or f"removed {wrong[:19]}, which the digest named"
+        yield emit.finished("remove", node, ok=problem is None, detail=detail)
+        if problem is not None:
+            failed[node] = f"could not remove the wrong image {wrong[:19]}: {problem}"
+            yield emit.notice(f"{node}: {failed[node]}", node, error=True)
+    chains: Sequence[Sequence[str]] = [
+        kept for chain in plan.chains if (kept := [p for p in chain if p not in failed])
+    ]
+    reattach: Sequence[str] = [p for p in plan.reattach if p not in failed]
     for attempt in (1, 2):
         problems: dict[str, str] = {}
         async for item in _attempt(ctx, emit, plan, chains, reattach, size):
@@ -191,13 +211,14 @@ async def sync_image(
             yield event
         return
     unreachable = [n for n in cluster.nodes if not facts[n].reachable]
-    yield emit.planned((STEP,), plan.describe())
+    steps = ("lock", *(("remove",) if plan.remove else ()), STEP)
+    yield emit.planned(steps, plan.describe())
     for node in unreachable:
         yield emit.notice(f"{node} is unreachable: {facts[node].unreachable}", node, error=True)
-    locks = NodeLocks(ctx.pool, new_record("sync", recipe.name, ctx.lock_ttl_s))
-    refused = await locks.acquire([plan.source, *plan.peers])
-    if refused:
-        outcome.refuse("; ".join(str(r) for r in refused))
+    locks = OpLocks(ctx, emit)
+    async for event in locks.acquire([plan.source, *plan.peers], outcome):
+        yield event
+    if not outcome.ok:
         yield emit.end(outcome)
         return
     try:

@@ -71,7 +71,9 @@ exit "$status"
 @dataclass(frozen=True)
 class SyncPlan:
     """Who sends, who receives: `transfer` peers get the bytes along `chains`; `reattach` peers
-    already hold the image id and only need the digest back (`docker pull repo@digest`)."""
+    already hold the image id and only need the digest back (`docker pull repo@digest`); on the
+    `remove` peers the digest resolves to a wrong image, removed (`docker rmi`) before anything
+    else, or the pull would leave the digest on it and the id check would fail again."""
 
     source: str
     ref: str  # full `repo@sha256:…` as the source knows it
@@ -80,6 +82,7 @@ class SyncPlan:
     reattach: tuple[str, ...]
     up_to_date: tuple[str, ...]
     chains: tuple[tuple[str, ...], ...]
+    remove: tuple[tuple[str, str], ...] = ()  # (node, id of the wrong image the digest names)
 
     @property
     def peers(self) -> tuple[str, ...]:
@@ -89,6 +92,9 @@ class SyncPlan:
         if not self.peers:
             return f"image present by digest on every node ({', '.join(self.up_to_date)})"
         parts = []
+        if self.remove:
+            wrong = ", ".join(f"{node} ({image[:19]})" for node, image in self.remove)
+            parts.append(f"remove the wrong image on {wrong}")
         if self.transfer:
             routes = "; ".join(" → ".join((self.source, *c)) for c in self.chains)
             parts.append(f"transfer {routes}")
@@ -111,32 +117,44 @@ def plan_sync(
     source: str | None = None,
     width: int = 1,
 ) -> SyncPlan:
-    """Choose the source (given, else the first node holding the image by digest: the cluster's
-    own nodes first, then any other node in `facts`) and the peers among `nodes` lacking it."""
+    """Choose the source (given, else the first node holding the image by digest with the
+    recipe's pinned id: the cluster's own nodes first, then any other node in `facts`) and the
+    peers among `nodes` lacking it (or holding a wrong image under its digest)."""
     if source is not None:
         fact = facts.get(source)
         if fact is None or not fact.reachable:
             raise InputError(f"source {source} is unreachable")
         if not fact.has_digest:
             raise InputError(f"source {source} does not hold {ref} by digest")
+        if fact.wrong_id:
+            raise InputError(
+                f"on source {source}, {ref} resolves to {fact.wrong_id[:19]}, not the recipe's "
+                "pinned image id: sync from another node"
+            )
     else:
         ordered = [*nodes, *(n for n in facts if n not in nodes)]
-        holders = [n for n in ordered if facts.get(n) and facts[n].has_digest]
+        holders = [n for n in ordered if facts.get(n) and facts[n].holds_pinned]
         if not holders:
-            raise InputError(f"no reachable node holds {ref} by digest: nothing to sync from")
+            raise InputError(
+                f"no reachable node holds {ref} by digest with the recipe's image id: "
+                "nothing to sync from"
+            )
         source = holders[0]
     src = facts[source]
     assert src.image_id is not None
     peers = [n for n in nodes if n != source and n in facts and facts[n].reachable]
     up_to_date = tuple(
-        n for n in peers if facts[n].has_digest and facts[n].image_id == src.image_id
+        n for n in peers if facts[n].holds_pinned and facts[n].image_id == src.image_id
     )
     reattach = tuple(
         n
         for n in peers
-        if n not in up_to_date and facts[n].has_image_id and not facts[n].has_digest
+        if n not in up_to_date
+        and facts[n].has_image_id
+        and (not facts[n].has_digest or facts[n].wrong_id)
     )
     transfer = tuple(n for n in peers if n not in up_to_date and n not in reattach)
+    remove = tuple((n, w) for n in peers if (w := facts[n].wrong_id))
     return SyncPlan(
         source=source,
         ref=src.full_ref or ref,
@@ -145,6 +163,7 @@ def plan_sync(
         reattach=reattach,
         up_to_date=(source, *up_to_date) if source in nodes else up_to_date,
         chains=split_chains(transfer, width),
+        remove=remove,
     )
 
 

@@ -1,10 +1,14 @@
-"""Recipe × cluster → the exact `docker run` command of every rank (pure: no I/O)."""
+"""Recipe × cluster → the exact `docker run` command of every rank (pure: no I/O).
+
+A rank's environment never stands on a command line (where `ps` on the node shows it to every
+user): `start_line` writes it to a file of mode 0600 on the node from the SSH channel's stdin,
+runs `docker run --env-file FILE …`, and removes the file once docker returns, also on failure.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 import shlex
 from dataclasses import dataclass
 from typing import Any
@@ -13,13 +17,19 @@ from cockpit.config.inventory import Inventory
 from cockpit.config.models import Cluster, Recipe, ServeContract
 from cockpit.config.rules import cluster_size_problem
 from cockpit.errors import InputError
+from cockpit.printable import shell_word
+from cockpit.redact import redact_argv, redact_env
 
 LABEL_LANE = "cockpit.lane"
 LABEL_CLUSTER = "cockpit.cluster"
 LABEL_RANK = "cockpit.rank"
 LABEL_RECIPE_HASH = "cockpit.recipe-hash"
-SECRET_KEY = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|CREDENTIAL", re.IGNORECASE)
-REDACTED = "<redacted>"
+ENV_FILE = "$COCKPIT_ENV_FILE"
+"""The argv word that stands for the env file's path; the start line sets the variable."""
+ENV_DIR = "$HOME/.cockpit/env"
+ENV_FILE_MAX_AGE_MIN = 10
+"""An env file older than this is a leftover (the node crashed mid-start): the next start on the
+node removes it. A start takes at most a minute (`ops.launch.START_TIMEOUT_S`)."""
 
 
 @dataclass(frozen=True)
@@ -30,11 +40,52 @@ class RankCommand:
     rank: int
     container: str
     argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
 
     @property
     def shell(self) -> str:
-        """The argv as one shell-safe command line (every word quoted as needed)."""
-        return shlex.join(self.argv)
+        """The argv as one shell-safe command line (every word quoted as needed; the env file
+        word is the variable `start_line` sets)."""
+        return " ".join(
+            f'"{ENV_FILE}"' if word == ENV_FILE else shlex.quote(word) for word in self.argv
+        )
+
+    @property
+    def env_file(self) -> str:
+        """The env file's content, in the format of `docker run --env-file` (KEY=VALUE lines,
+        no quoting: validation refuses values with a line break)."""
+        return "".join(f"{key}={value}\n" for key, value in self.env)
+
+    @property
+    def start_line(self) -> str:
+        """The remote command that starts the rank; send `env_file` as its stdin.
+
+        umask 077 makes the folder 0700 and the file 0600; the EXIT trap removes the file when
+        the shell ends (docker run read it and returned, or failed), and the signal traps turn a
+        TERM, HUP, INT or PIPE into that exit. Files older than ENV_FILE_MAX_AGE_MIN (a start
+        cut by a node crash) are removed first."""
+        folder = f'"{ENV_DIR}"'
+        template = shlex.quote(f"{self.container}.env.XXXXXX")
+        return (
+            f"umask 077 && mkdir -p -- {folder} && "
+            f"{{ find {folder} -maxdepth 1 -type f -name '*.env.*' "
+            f"-mmin +{ENV_FILE_MAX_AGE_MIN} -delete 2>/dev/null; true; }} && "
+            f"COCKPIT_ENV_FILE=$(mktemp -- {folder}/{template}) && "
+            f"trap 'rm -f -- \"$COCKPIT_ENV_FILE\"' EXIT && "
+            "trap 'exit 129' HUP && trap 'exit 130' INT && trap 'exit 141' PIPE && "
+            "trap 'exit 143' TERM && "
+            f'cat > "{ENV_FILE}" && {self.shell}'
+        )
+
+    def display(self, reveal_secrets: bool = False) -> str:
+        """The command as an operator may see it: secrets redacted (unless revealed), control
+        and bidi characters escaped (bash `$'…'` quoting, the same value in bash)."""
+        words = self.argv if reveal_secrets else redact_argv(self.argv)
+        return " ".join(f'"{ENV_FILE}"' if w == ENV_FILE else shell_word(w) for w in words)
+
+    @property
+    def display_env(self) -> dict[str, str]:
+        return redact_env(dict(self.env))
 
     @property
     def is_head(self) -> bool:
@@ -63,8 +114,11 @@ class LanePlan:
 
 
 def recipe_hash(recipe: Recipe) -> str:
-    """A short stable hash of the recipe's content, recorded on containers and reports."""
-    canonical = json.dumps(recipe.model_dump(mode="json"), sort_keys=True)
+    """A short stable hash of the recipe's content, recorded on containers and reports.
+
+    Fields left at their defaults are not hashed: a new optional field in the schema must not
+    change the hash of every recipe (reports find their baseline by it)."""
+    canonical = json.dumps(recipe.model_dump(mode="json", exclude_defaults=True), sort_keys=True)
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
@@ -154,6 +208,7 @@ def plan_lane(inventory: Inventory, recipe: Recipe, cluster: Cluster) -> LanePla
         argv = [
             "docker", "run", "-d",
             "--name", name,
+            "--pull", "never",  # never an implicit registry fetch at launch: sync re-attaches
             "--gpus", "all",
             "--network", "host",
             "--ipc", "host",
@@ -163,12 +218,11 @@ def plan_lane(inventory: Inventory, recipe: Recipe, cluster: Cluster) -> LanePla
             "--label", f"{LABEL_CLUSTER}={cluster.name}",
             "--label", f"{LABEL_RANK}={rank}",
             "--label", f"{LABEL_RECIPE_HASH}={digest}",
-            "-v", f"{inventory.model_cache_of(cluster)}:{container_cache}:ro",
-            "-v", f"{inventory.compile_cache}/{recipe.model.cache_namespace}:/root/.cache/vllm",
+            "-v", f"{inventory.model_cache_of(cluster, node.name)}:{container_cache}:ro",
+            "-v", f"{inventory.compile_cache_of(node.name)}/{recipe.model.cache_namespace}"
+                  ":/root/.cache/vllm",
         ]  # fmt: skip
-        for key, value in lane_env(recipe, cluster, node.service_addr).items():
-            argv += ["-e", f"{key}={value}"]
-        argv.append(recipe.image.ref)
+        argv += ["--env-file", ENV_FILE, recipe.image.ref]
         argv += recipe.launcher.command
         argv.append(model_path)
         argv += [
@@ -182,16 +236,6 @@ def plan_lane(inventory: Inventory, recipe: Recipe, cluster: Cluster) -> LanePla
             argv.append("--headless")
         argv += ["--host", node.service_addr, "--port", str(port)]
         argv += serve_flags(recipe.serve, model_path)
-        ranks.append(RankCommand(node.name, rank, name, tuple(argv)))
+        env = tuple(lane_env(recipe, cluster, node.service_addr).items())
+        ranks.append(RankCommand(node.name, rank, name, tuple(argv), env))
     return LanePlan(recipe, cluster, tuple(ranks), head_addr, port, digest)
-
-
-def redact_argv(argv: tuple[str, ...]) -> tuple[str, ...]:
-    """Hide secret env values (`-e HF_TOKEN=…`) for display; the real argv keeps them."""
-    out = list(argv)
-    for i, word in enumerate(out[:-1]):
-        if word == "-e":
-            key, _, _ = out[i + 1].partition("=")
-            if SECRET_KEY.search(key):
-                out[i + 1] = f"{key}={REDACTED}"
-    return tuple(out)

@@ -6,6 +6,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from cockpit.config import Inventory
+from cockpit.config.inventory import known_hosts_problem
+from cockpit.errors import InputError
 from cockpit.ssh.address import Settings
 from cockpit.ssh.pool import SshPool
 
@@ -21,8 +23,12 @@ def settings_of(inventory: Inventory) -> Settings:
 
 
 def pool_for(inventory: Inventory, nodes: Iterable[str] | None = None, **options: Any) -> SshPool:
-    """A pool over `nodes` (default: every node); `config_file` (if set) replaces ~/.ssh/config."""
+    """A pool over `nodes` (default: every node); `config_file` (if set) replaces ~/.ssh/config.
+    A configured known_hosts that cannot be read is refused first (exit code 2)."""
     names = list(nodes) if nodes is not None else list(inventory.nodes)
+    problem = known_hosts_problem(inventory, names)
+    if problem is not None:
+        raise InputError([problem])
     config = inventory.path(inventory.ssh.config_file)
     return SshPool(
         [inventory.nodes[name] for name in names],

@@ -7,13 +7,14 @@ No I/O here: link states, facts and the clock come in as values, so every health
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
+from cockpit.ops.ownership import Alive, holder_check, orphan_reason, parse_ownership, stop_fix
 from cockpit.ssh.state import Link, NodeState
 from cockpit.status.probe import NodeFacts
-from cockpit.telemetry.docker_out import image_with_digest, image_with_id, lane_of
+from cockpit.telemetry.docker_out import ContainerRow, image_with_digest, image_with_id, lane_of
 from cockpit.telemetry.gpu import MemoryView, node_memory_view
 
 
@@ -26,16 +27,28 @@ class Health(StrEnum):
 
 @dataclass(frozen=True)
 class WantedImage:
-    """A recipe image the fleet should hold: by digest (for `docker run`) and by id."""
+    """A recipe image the fleet should hold: by digest (for `docker run`) and by id; `placements`
+    are (recipe, cluster, its nodes) of the recipes using it: where a sync repairs a node."""
 
     ref: str
     image_id: str
     recipes: tuple[str, ...]
+    placements: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+
+    def sync_fix(self, node: str) -> str:
+        """The command that repairs this image on `node` (a lane placed on that node first)."""
+        fallback = (self.recipes[0], "CLUSTER", ())
+        recipe, cluster, _ = next(
+            (p for p in self.placements if node in p[2]),
+            self.placements[0] if self.placements else fallback,
+        )
+        return f"cockpit sync-image --recipe {recipe} --cluster {cluster}"
 
 
 class Presence(StrEnum):
     DIGEST = "digest"  # present with its RepoDigest: `docker run repo@sha256:…` works
     ID_ONLY = "id-only"  # loaded without digest (docker save|load): run by digest fails
+    WRONG_ID = "wrong-id"  # the digest resolves to an image whose id is not the recipe's pin
     ABSENT = "absent"
     UNKNOWN = "unknown"  # no image inventory from the node yet
 
@@ -46,6 +59,7 @@ class ContainerView:
     image: str
     status: str
     lane: str | None
+    orphaned: str | None = None  # why no cockpit looks after it (`cockpit.ops.ownership`)
 
 
 @dataclass(frozen=True)
@@ -93,24 +107,36 @@ def _health(
     return Health.OK, ""
 
 
+def _orphaned(node: str, facts: NodeFacts, lane: str | None, gone: Alive) -> str | None:
+    if lane is None or facts.ownership is None:
+        return None  # not a lane's, or the node's records are not known yet
+    return orphan_reason(lane, parse_ownership(node, facts.ownership), gone)
+
+
+def _container(node: str, facts: NodeFacts, row: ContainerRow, gone: Alive) -> ContainerView:
+    label = lane_of(row.labels)
+    lane = label.lane if label else None
+    orphaned = _orphaned(node, facts, lane, gone)
+    return ContainerView(row.names, row.image, row.status or row.state or "", lane, orphaned)
+
+
 def node_row(
-    node: str, link: NodeState, facts: NodeFacts, now: float, stale_after: float
+    node: str,
+    link: NodeState,
+    facts: NodeFacts,
+    now: float,
+    stale_after: float,
+    gone: Alive | None = None,
 ) -> NodeRow:
-    """One node's row; values are the last known ones even when STALE or DOWN."""
+    """One node's row; values are the last known ones even when STALE or DOWN. `gone` says
+    whether a lock's holder is gone (default: only by its TTL)."""
     health, detail = _health(link, facts, now, stale_after)
     gpu = facts.gpus[min(facts.gpus)] if facts.gpus else None
+    check = gone or holder_check(now, "", lambda _pid: True)
     containers = (
         None
         if facts.containers is None
-        else tuple(
-            ContainerView(
-                c.names,
-                c.image,
-                c.status or c.state or "",
-                lane.lane if (lane := lane_of(c.labels)) else None,
-            )
-            for c in facts.containers
-        )
+        else tuple(_container(node, facts, c, check) for c in facts.containers)
     )
     return NodeRow(
         node=node,
@@ -132,8 +158,10 @@ def node_row(
 def presence(facts: NodeFacts, image: WantedImage) -> Presence:
     if facts.images is None:
         return Presence.UNKNOWN
-    if image_with_digest(facts.images, image.ref) is not None:
-        return Presence.DIGEST
+    found = image_with_digest(facts.images, image.ref)
+    if found is not None:
+        pinned = not image.image_id or image_with_id([found], image.image_id) is not None
+        return Presence.DIGEST if pinned else Presence.WRONG_ID
     if image.image_id and image_with_id(facts.images, image.image_id) is not None:
         return Presence.ID_ONLY
     return Presence.ABSENT
@@ -153,13 +181,37 @@ class _ImageLike(Protocol):
     def image_id(self) -> str: ...
 
 
-def wanted_images(recipes: Iterable[_RecipeLike]) -> list[WantedImage]:
+Placements = Mapping[str, tuple[tuple[str, tuple[str, ...]], ...]]
+"""recipe name → its clusters (in the recipe's order) with their nodes."""
+
+
+def wanted_images(
+    recipes: Iterable[_RecipeLike], placements: Placements | None = None
+) -> list[WantedImage]:
     """The distinct recipe images, each with the recipes that use it (inventory order)."""
     by_ref: dict[str, tuple[str, list[str]]] = {}
     for recipe in recipes:
         _, names = by_ref.setdefault(recipe.image.ref, (recipe.image.image_id, []))
         names.append(recipe.name)
-    return [WantedImage(ref, image_id, tuple(names)) for ref, (image_id, names) in by_ref.items()]
+    where = placements or {}
+    return [
+        WantedImage(
+            ref,
+            image_id,
+            tuple(names),
+            tuple((n, c, nodes) for n in names for c, nodes in where.get(n, ())),
+        )
+        for ref, (image_id, names) in by_ref.items()
+    ]
+
+
+@dataclass(frozen=True)
+class StatusProblem:
+    """Something wrong on a node that the operator can fix, with the command that fixes it."""
+
+    node: str
+    message: str
+    fix: str
 
 
 @dataclass(frozen=True)
@@ -167,6 +219,41 @@ class FleetStatus:
     rows: tuple[NodeRow, ...]
     images: tuple[ImageRow, ...]
     at: float  # wall time of the snapshot
+    problems: tuple[StatusProblem, ...] = ()
+    unknown: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # node → facts not in yet
+
+    @property
+    def complete(self) -> bool:
+        """Every node that is not DOWN sent (or failed) every kind of fact."""
+        return not self.unknown
+
+
+def orphan_problems(rows: Iterable[NodeRow]) -> list[StatusProblem]:
+    """One problem per orphaned lane on a node, with the command that stops it."""
+    out = []
+    for row in rows:
+        orphans: dict[str, tuple[str, list[str]]] = {}
+        for c in row.containers or ():
+            if c.orphaned and c.lane:
+                orphans.setdefault(c.lane, (c.orphaned, []))[1].append(c.name)
+        for lane, (why, names) in orphans.items():
+            message = f"{', '.join(names)} of lane {lane} orphaned: {why}"
+            out.append(StatusProblem(row.node, message, stop_fix(lane)))
+    return out
+
+
+def image_problems(rows: Iterable[ImageRow]) -> list[StatusProblem]:
+    """Every node whose recipe digest resolves to another image than the pinned id."""
+    return [
+        StatusProblem(
+            node,
+            f"{row.image.ref} resolves to another image than the pinned id {row.image.image_id}",
+            row.image.sync_fix(node),
+        )
+        for row in rows
+        for node, seen in row.presence.items()
+        if seen is Presence.WRONG_ID
+    ]
 
 
 def fleet_status(
@@ -175,15 +262,23 @@ def fleet_status(
     wanted: Sequence[WantedImage],
     now: float,
     stale_after: float = 5.0,
+    gone: Alive | None = None,
 ) -> FleetStatus:
     """The whole status for the nodes of `links` (in their order)."""
     empty = NodeFacts()
     rows = tuple(
-        node_row(node, link, facts.get(node, empty), now, stale_after)
+        node_row(node, link, facts.get(node, empty), now, stale_after, gone)
         for node, link in links.items()
     )
     images = tuple(
         ImageRow(image, {node: presence(facts.get(node, empty), image) for node in links})
         for image in wanted
     )
-    return FleetStatus(rows, images, now)
+    down = {row.node for row in rows if row.health is Health.DOWN}
+    unknown = {
+        node: missing
+        for node in links
+        if node not in down and (missing := facts.get(node, empty).unknown())
+    }
+    problems = (*orphan_problems(rows), *image_problems(images))
+    return FleetStatus(rows, images, now, problems, unknown)

@@ -63,13 +63,34 @@ class FleetPoller:
     def links(self) -> dict[str, NodeState]:
         return {node: self._pool.state(node) for node in self._nodes}
 
-    async def wait_first_round(self, deadline_s: float) -> None:
-        """Until every node has complete facts, a failed probe or no link, or until the deadline."""
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(deadline_s):
-                while not self._first_round_done():
-                    self._changed.clear()
-                    await self._changed.wait()
+    async def wait_first_round(self, idle_s: float, cap_s: float | None = None) -> bool:
+        """Until every node has complete facts, a failed probe or no link (True), or until no
+        node's facts moved for `idle_s` (a fact kind arriving or failing is progress: GPU samples
+        that keep coming are not), or `cap_s` in all (default 4 × `idle_s`) (False: the answer is
+        incomplete)."""
+        cap_s = 4 * idle_s if cap_s is None else cap_s
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        known, deadline = self._known(), started + idle_s
+        while not self._first_round_done():
+            now = loop.time()
+            if known != (known := self._known()):
+                deadline = now + idle_s
+            wait = min(deadline, started + cap_s) - now
+            if wait <= 0:
+                return False
+            self._changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), wait)
+        return True
+
+    def _known(self) -> int:
+        """How many facts the nodes have sent or failed so far (a measure of progress)."""
+        links = self.links()
+        return sum(
+            f.known_kinds() + (f.probe_error is not None) + (links[n].link is Link.UNREACHABLE)
+            for n, f in self._facts.items()
+        )
 
     def _first_round_done(self) -> bool:
         links = self.links()

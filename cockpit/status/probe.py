@@ -89,6 +89,14 @@ section() {{
   printf '%s.\\t%s\\n' "$tag" "${{PIPESTATUS[0]}}"
 }}
 images() {{ {IMAGES_QUERY}; }}
+own() {{
+  local f l
+  for f in "$HOME"/.cockpit/locks/*.lock "$HOME"/.cockpit/lanes/*.json; do
+    [ -f "$f" ] || continue
+    IFS= read -r l <"$f"
+    printf '%s\t%s\n' "${{f##*/}}" "$l"
+  done
+}}
 first_gpu() {{
   local l
   IFS= read -r l && printf 'gpu\\t%s\\n' "$l"
@@ -103,6 +111,7 @@ while :; do
   printf 'mem.\\t%s\\n' $?
   (( n )) || read -t {FIRST_GPU_WAIT_S:g} -N 1 -u 3 _
   section ps {shlex.join(PS_QUERY)}
+  section own own
   section apps {shlex.join(APPS_QUERY)}
   if (( n % {max(pace.images_every, 1)} == 0 )); then section img images; fi
   n=$((n + 1))
@@ -180,16 +189,24 @@ class NodeFacts:
     exited: tuple[ContainerRow, ...] = ()  # lane containers (cockpit.* labels) that ended
     images: tuple[ImageInfo, ...] | None = None
     images_at: float | None = None
+    ownership: str | None = None  # `name<TAB>content` of the node's locks and lane markers
     failed: Mapping[str, int] = field(default_factory=dict)
     heard_at: float | None = None
     probe_error: str | None = None  # why the node's probe stream last stopped
 
+    def unknown(self) -> tuple[str, ...]:
+        """The kinds of fact that neither arrived nor failed yet (gpu, mem, ps, img)."""
+        known = {"gpu": self.gpu_at, "mem": self.meminfo_at, "ps": self.containers_at}
+        known["img"] = self.images_at
+        return tuple(tag for tag, at in known.items() if at is None and tag not in self.failed)
+
+    def known_kinds(self) -> int:
+        return 4 - len(self.unknown())
+
     @property
     def complete(self) -> bool:
         """Every kind of fact arrived (or failed) once: enough for a one-shot status."""
-        known = {"gpu": self.gpu_at, "mem": self.meminfo_at, "ps": self.containers_at}
-        known["img"] = self.images_at
-        return all(at is not None or tag in self.failed for tag, at in known.items())
+        return not self.unknown()
 
     def with_frame(self, frame: Frame, now: float) -> NodeFacts:
         """These facts updated by one frame received at wall time `now`."""
@@ -221,6 +238,8 @@ class NodeFacts:
                 }
             case Section("apps", text, _):
                 changes = {"apps": tuple(parse_compute_apps(text))}
+            case Section("own", text, _):
+                changes = {"ownership": text}
             case Section("img", text, _):
                 changes = {"images": tuple(parse_image_inspect(text)), "images_at": now}
             case _:

@@ -21,15 +21,17 @@ _HEALTH_STYLE = {
 _PRESENCE = {
     Presence.DIGEST: ("✓", "green"),
     Presence.ID_ONLY: ("id", "yellow"),
+    Presence.WRONG_ID: ("✗ id", "bold red"),
     Presence.ABSENT: ("—", "red"),
     Presence.UNKNOWN: ("?", "dim"),
 }
 IMAGES_LEGEND = (
     "✓ present with its digest · id: loaded without digest (run by digest fails) · "
-    "— absent · ? not known yet"
+    "✗ id: the digest names another image than the pinned id · — absent · ? not known yet"
 )
 UNIFIED_NOTE = "* unified memory: from /proc/meminfo, as nvidia-smi reads [N/A]"
 MIB_PER_GIB = 1024.0
+_KIND_NAMES = {"gpu": "GPU", "mem": "memory", "ps": "containers", "img": "images"}
 
 
 def _num(value: float | None, unit: str = "", digits: int = 0) -> str:
@@ -55,6 +57,14 @@ def problems(status: FleetStatus) -> Text:
         for reason in reasons:
             text.append(f"{row.node}: ", style="bold")
             text.append(f"{reason}\n", style=_HEALTH_STYLE[row.health])
+    for node, kinds in status.unknown.items():
+        text.append(f"{node}: ", style="bold")
+        text.append(f"still unknown: {', '.join(_KIND_NAMES.get(k, k) for k in kinds)}\n",
+                    style="yellow")  # fmt: skip
+    for problem in status.problems:
+        text.append(f"{problem.node}: ", style="bold")
+        text.append(f"{problem.message}\n", style="red")
+        text.append(f"  fix: {problem.fix}\n")
     text.rstrip()
     return text
 
@@ -76,7 +86,10 @@ def _containers(row: NodeRow) -> str:
         return "?"
     if not row.containers:
         return "none"
-    return "\n".join(f"{c.name} [{c.lane}]" if c.lane else c.name for c in row.containers)
+    return "\n".join(
+        (f"{c.name} [{c.lane}]" if c.lane else c.name) + (" ORPHANED" if c.orphaned else "")
+        for c in row.containers
+    )
 
 
 def nodes_table(status: FleetStatus) -> Table:
@@ -164,4 +177,7 @@ def status_json(status: FleetStatus) -> dict[str, Any]:
             {**_plain(dataclasses.asdict(r.image)), "presence": _plain(dict(r.presence))}
             for r in status.images
         ],
+        "problems": [_plain(dataclasses.asdict(p)) for p in status.problems],
+        "complete": status.complete,
+        "unknown": {node: list(kinds) for node, kinds in status.unknown.items()},
     }

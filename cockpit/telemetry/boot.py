@@ -20,6 +20,7 @@ class BootPhase(StrEnum):
     STARTING = "starting"
     LOADING_WEIGHTS = "loading weights"
     AUTOTUNE = "autotune"
+    COMPILING = "torch.compile warm-up"
     PROFILING = "profiling"
     CAPTURING_GRAPHS = "capturing graphs"
     STARTING_SERVER = "starting server"
@@ -48,6 +49,7 @@ class BootState:
     graph_label: str | None = None
     graph_pct: float | None = None
     graph_seconds: float | None = None
+    compile_seconds: float | None = None
     init_seconds: float | None = None
     server_url: str | None = None
     failed_line: str | None = None
@@ -87,6 +89,8 @@ def advance(state: BootState, line: str) -> BootState:
     if isinstance(event, v.ErrorLine):
         return _on_error(state, event)
     if isinstance(event, v.HangHint):
+        if state.phase is BootPhase.COMPILING:
+            return state  # the engine waits on the compiling worker: its minute is expected
         return replace(state, hang_hint=event.text)
     if state.phase in (BootPhase.FAILED, BootPhase.READY):
         return state
@@ -141,6 +145,15 @@ def advance(state: BootState, line: str) -> BootState:
         case v.GraphCaptureDone(seconds=s):
             return replace(
                 state, phase=BootPhase.PROFILING, percent=None, graph_pct=100.0, graph_seconds=s
+            )
+        case v.CompileStarted():
+            return replace(state, phase=BootPhase.COMPILING, percent=None)
+        case v.CompileDone(seconds=s):
+            return replace(
+                state,
+                phase=BootPhase.PROFILING,
+                percent=None,
+                compile_seconds=s if s is not None else state.compile_seconds,
             )
         case v.EngineInitDone(seconds=s):
             return replace(state, phase=BootPhase.STARTING_SERVER, percent=None, init_seconds=s)

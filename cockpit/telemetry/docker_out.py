@@ -8,6 +8,7 @@ image id but drops RepoDigests, so an image "present by id" is not "present by d
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,7 +75,12 @@ class LaneLabel:
 
 
 def _labels_from_ps(value: Any) -> dict[str, str]:
-    """`docker ps` JSON gives labels as one `k=v,k2=v2` string (a map in some clients)."""
+    """`docker ps` JSON gives labels as one `k=v,k2=v2` string, in no fixed order (a map in
+    some other clients). A value may hold `=` and commas: a comma-separated part starts a new
+    label only when it reads `key=…` with no space in the key, else it continues the value
+    before. Docker's string cannot tell `a=x,b=y` from a value `x,b=y`: such a value reads as
+    two labels. The cockpit's own labels (names, ranks, hashes) never hold a comma, so they
+    always read exactly."""
     if isinstance(value, Mapping):
         return {str(k): str(v) for k, v in value.items()}
     if not isinstance(value, str) or not value:
@@ -230,6 +236,28 @@ def image_with_id(images: Iterable[ImageInfo], image_id: str) -> ImageInfo | Non
     if len(wanted) - len("sha256:") < _MIN_DIGEST_PREFIX:
         return None
     return next((i for i in images if _split_digest_ref(i.id)[1].startswith(wanted)), None)
+
+
+_NOT_THE_REASON = re.compile(
+    r"^(See 'docker .*--help'\.?|Run 'docker .*--help' for more information|"
+    r"Unable to find image '.*' locally|.*: Pulling from .*|Digest: .*|Status: .*|"
+    r'time=".*" level=\w+ msg="error waiting for container: .*")$'
+)
+
+
+def docker_error(stderr: str, fallback: str) -> str:
+    """The reason in a failed docker command's stderr, in the daemon's words.
+
+    `docker run` ends its error with a help hint (`See 'docker run --help'.`), may start with an
+    implicit pull's progress and, in the foreground, may add the client's own log line `error
+    waiting for container: context canceled`: the reason is the last line that is none of them,
+    without the CLI's `docker: Error response from daemon:` prefix and final period."""
+    for line in reversed(stderr.strip().splitlines()):
+        line = line.strip()
+        if line and not _NOT_THE_REASON.match(line):
+            line = line.removeprefix("docker: ").removeprefix("Error response from daemon: ")
+            return line.removesuffix(".") or fallback
+    return fallback
 
 
 def lane_of(labels: Mapping[str, str]) -> LaneLabel | None:

@@ -318,6 +318,21 @@ def parse_metrics(text: str, at: float = 0.0, model_name: str | None = None) -> 
     )
 
 
+GIB = 1024**3
+
+
+def kv_pool_gib(metrics: EngineMetrics, kv_bytes_per_token: int | None) -> float | None:
+    """The KV pool in GiB: the engine's `kv_cache_memory_bytes` when it reports one, else its
+    blocks × block size × the lane's KV bytes per token (real vLLM reports the bytes as "None"
+    unless `--kv-cache-memory-bytes` is set)."""
+    if metrics.kv_cache_memory_bytes:
+        return metrics.kv_cache_memory_bytes / GIB
+    tokens = metrics.pool_tokens
+    if tokens and kv_bytes_per_token:
+        return tokens * kv_bytes_per_token / GIB
+    return None
+
+
 def _delta(cur: float | None, prev: float | None) -> tuple[float | None, bool]:
     """Counter increase; a decrease means the server restarted, so count from zero."""
     if cur is None or prev is None:

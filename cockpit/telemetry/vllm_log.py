@@ -191,6 +191,18 @@ class EngineInitDone:
 
 
 @dataclass(frozen=True)
+class CompileStarted:
+    """torch.compile's warm-up begins (a minute on 2 CPU cores before the KV pool is made)."""
+
+
+@dataclass(frozen=True)
+class CompileDone:
+    """torch.compile's warm-up ended (`seconds` when the line says how long it took)."""
+
+    seconds: float | None = None
+
+
+@dataclass(frozen=True)
 class ServerStarting:
     url: str
 
@@ -228,6 +240,8 @@ VllmEvent = (
     | GraphCaptureProgress
     | GraphCaptureDone
     | EngineInitDone
+    | CompileStarted
+    | CompileDone
     | ServerStarting
     | StartupComplete
     | ErrorLine
@@ -319,6 +333,12 @@ _AUTOTUNE_RE = re.compile(r"\[b12x\] autotune: candidate (\d+)/(\d+)(?:\s+\((.*)
 _AUTOTUNE_DONE_RE = re.compile(r"\[b12x\] autotune: done, (\d+) candidates in " + _NUM + " s")
 _AUTOTUNE_CACHED_RE = re.compile(r"\[b12x\] autotune: selection cache hit, (\d+) candidates")
 _SERVER_RE = re.compile(r"Starting vLLM (?:API )?server(?: \d+)? on (\S+)")
+# vLLM's model runners: the CPU one says "Warming up model for the compilation..." / "Warming up
+# done."; the GPU one "Dynamo bytecode transform time: X s" and "torch.compile takes X s in total"
+_COMPILE_START_RE = re.compile(
+    r"Warming up model for the compilation|Dynamo bytecode transform time|Start compiling"
+)
+_COMPILE_DONE_RE = re.compile(r"Warming up done\.|torch\.compile takes ([\d.]+) s in total")
 _HANG_RE = re.compile(r"No available shared memory broadcast block found in (\d+) second")
 _EXCEPTION_RE = re.compile(
     r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit)(?::\s|$)"
@@ -378,6 +398,10 @@ def parse_event(line: str | LogLine) -> VllmEvent | None:
         return ServerStarting(match.group(1))
     if "Application startup complete" in msg:
         return StartupComplete()
+    if match := _COMPILE_DONE_RE.search(msg):
+        return CompileDone(_f(match.group(1)))
+    if _COMPILE_START_RE.search(msg):
+        return CompileStarted()
     if match := _HANG_RE.search(msg):
         return HangHint(int(match.group(1)), msg.strip())
     return _failure(log)

@@ -4,6 +4,7 @@ the main screen does the rest."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
@@ -13,6 +14,7 @@ from textual.app import App, SystemCommand
 from textual.screen import Screen
 
 from cockpit.config import Inventory
+from cockpit.errors import CockpitError
 from cockpit.tui.feeds import Feed, FollowsContainers
 from cockpit.tui.keymap import MAIN_BINDINGS
 from cockpit.tui.messages import Facts
@@ -26,6 +28,7 @@ from cockpit.tui.theming import DEFAULT_THEME, THEMES_DIR, load_themes
 
 FEED_RETRY_S = 1.0
 FEED_RETRY_CAP_S = 30.0
+_SAVING = threading.Lock()  # serialises the theme saves of the settings worker threads
 
 
 class CockpitApp(App[None]):
@@ -129,14 +132,30 @@ class CockpitApp(App[None]):
             if main is not None:
                 main.reveal()
 
+    async def terminate(self, signum: int) -> None:
+        """SIGTERM/SIGHUP: the running operations are cancelled (each rolls back), then the app
+        exits with 128 + the signal's number."""
+        main = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
+        if main is not None:
+            self.notify("signal received: rolling back the running operations", severity="warning")
+            await main.cancel_operations()
+        self.exit(return_code=128 + signum)
+
     def cycle_theme(self) -> str:
         """Next cockpit theme; the choice is saved to the user's `tui.toml`."""
         names = self.cockpit_themes or [self.theme]
         index = (names.index(self.theme) + 1) % len(names) if self.theme in names else 0
         self.theme = names[index]
-        if self.persist_theme:
-            save_theme(self.settings.path, self.theme)
+        if self.persist_theme:  # two fsyncs (~10 ms): in a thread, off the event loop
+            self.run_worker(self._save_theme, thread=True, group="settings")
         return self.theme
+
+    def _save_theme(self) -> None:
+        with _SAVING:  # one save at a time, each writing the theme of its moment: the last wins
+            try:
+                save_theme(self.settings.path, self.theme)
+            except CockpitError as exc:  # e.g. tui.toml broken by hand meanwhile: left as it is
+                self.call_from_thread(self.notify, str(exc), severity="error")
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """The palette lists the main screen's keys (same bindings as the footer and `?`)."""

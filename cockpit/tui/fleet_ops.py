@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cockpit.bench import artifacts
 from cockpit.bench.models import PointSpec
@@ -15,6 +16,9 @@ from cockpit.ops.context import OpContext
 from cockpit.ops.events import OpEvent, Planned
 from cockpit.plan import plan_lane
 from cockpit.tui.operations import LaneTarget
+
+if TYPE_CHECKING:
+    from cockpit.ops.switch import Served
 
 BENCH_RUNS = 1  # the TUI's sweep: every depth at c1 and c2, one run each (the CLI does more)
 
@@ -26,13 +30,14 @@ class FleetOperations:
         self,
         ctx: OpContext,
         reports_dir: Path,
-        tokenizer_dir: Path,
+        tokenizer_dir: Path | None = None,
         bench_points: tuple[PointSpec, ...] | None = None,
     ) -> None:
         self.ctx = ctx
         self.reports_dir = reports_dir
-        self.tokenizer_dir = tokenizer_dir
+        self.tokenizer_dir = tokenizer_dir  # None: each lane's own, read from its snapshot
         self.bench_points = bench_points  # None: the bench's default sweep
+        self.served_before: list[Served] = []
 
     def launch(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
         from cockpit.ops.launch import launch
@@ -52,7 +57,20 @@ class FleetOperations:
     def switch(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
         from cockpit.ops.switch import switch
 
-        return switch(self.ctx, self.ctx.inventory.recipe(target.lane), target.cluster)
+        self.served_before.clear()  # filled by the switch's plan: what `restore` relaunches
+        recipe = self.ctx.inventory.recipe(target.lane)
+        return switch(self.ctx, recipe, target.cluster, previous=self.served_before)
+
+    def restorable(self) -> LaneTarget | None:
+        """The first lane the last switch replaced (None: nothing to restore)."""
+        first = self.served_before[0] if self.served_before else None
+        return LaneTarget(first.lane, first.cluster) if first else None
+
+    def restore(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
+        """Launch again the lanes that served before the last switch (after it failed)."""
+        from cockpit.ops.switch import restore
+
+        return restore(self.ctx, list(self.served_before))
 
     async def bench(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
         """The sweep's points as the plan, then the bench operation's own events."""
@@ -80,13 +98,19 @@ class FleetOperations:
             + f", {BENCH_RUNS} run(s) each, report in {self.reports_dir}",
         )
         url = await base_url(self.ctx.pool, plan)
+        tokenizer = self.tokenizer_dir
+        if tokenizer is None:
+            from cockpit.bench.tokenizer import lane_tokenizer
+
+            cache = inventory.model_cache_of(plan.cluster)
+            tokenizer = await lane_tokenizer(self.ctx.pool, plan, cache)
         request = BenchRequest(
             lane=target.lane,
             cluster=target.cluster,
             label="tui",
             endpoint=url,
             points=points,
-            tokenizer_dir=self.tokenizer_dir,
+            tokenizer_dir=tokenizer,
             reports_dir=self.reports_dir,
             runs=BENCH_RUNS,
             recipe_hash=plan.recipe_hash,

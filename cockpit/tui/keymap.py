@@ -14,6 +14,14 @@ MAIN_BINDINGS: list[Binding] = [
     Binding("b", "bench", "Bench", id="bench", tooltip="Bench the selected lane (depth sweep)"),
     Binding("w", "switch", "Switch", id="switch", tooltip="Switch the lane onto its cluster"),
     Binding("x", "cancel_op", "Cancel", id="cancel", tooltip="Cancel the newest operation"),
+    Binding(
+        "r",
+        "restore",
+        "Restore",
+        id="restore",
+        show=False,
+        tooltip="Launch again the lane(s) a failed switch replaced",
+    ),
     Binding("enter", "details", "Details", id="details", tooltip="Details of the selected lane"),
     Binding("slash", "search", "Search", id="search", key_display="/"),
     Binding("f", "follow", "Follow", id="follow", tooltip="Follow or pause the log tails"),
@@ -27,5 +35,5 @@ MAIN_BINDINGS: list[Binding] = [
     Binding("q", "quit", "Quit", id="quit"),
 ]
 
-NODE_CHANGING: frozenset[str] = frozenset({"launch", "stop", "sync", "bench", "switch"})
+NODE_CHANGING: frozenset[str] = frozenset({"launch", "stop", "sync", "bench", "switch", "restore"})
 """Actions that change a node; `--readonly` refuses them (and says so)."""

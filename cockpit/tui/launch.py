@@ -57,7 +57,7 @@ async def fleet_app(
     settings: TuiSettings,
     *,
     reports_dir: Path,
-    tokenizer_dir: Path,
+    tokenizer_dir: Path | None = None,  # None: each lane's own tokenizer, from its snapshot
     readonly: bool = False,
     persist_theme: bool = True,
 ) -> AsyncIterator[CockpitApp]:

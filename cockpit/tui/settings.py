@@ -1,22 +1,24 @@
 """The TUI's user settings (theme, keymap overrides) in `tui.toml` under the user config dir.
 
 Kept apart from the inventory's `config.toml` so saving the theme never rewrites a file the
-operator edits by hand. Saving replaces only the `theme = ...` line, comments and keymap stay.
+operator edits by hand. Saving edits the document with tomlkit, which keeps the operator's
+comments, key order and layout, sets only the top-level `theme` (a `theme` binding in [keymap]
+is another key), and replaces the file atomically (`cockpit.atomic`): a crash mid-save leaves the
+previous file, never an empty one.
 """
 
 from __future__ import annotations
 
-import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import platformdirs
 
+from cockpit.atomic import write_atomic
 from cockpit.errors import InputError
 
 SETTINGS_FILE = "tui.toml"
-_THEME_LINE = re.compile(r"^theme\s*=.*$", re.MULTILINE)
 
 
 def default_settings_path() -> Path:
@@ -47,11 +49,26 @@ def load_settings(path: Path) -> TuiSettings:
     return TuiSettings(path, theme if isinstance(theme, str) else None, dict(keymap))
 
 
+def with_theme(text: str, theme: str) -> str:
+    """`text` (a tui.toml) with its top-level `theme` set, everything else as it was."""
+    import tomlkit  # here: the TUI's start-up never pays for it
+    from tomlkit.exceptions import ParseError
+
+    try:
+        document = tomlkit.parse(text)
+    except ParseError as exc:
+        raise InputError(f"invalid TOML ({exc}): fix it, the theme was not saved") from None
+    document["theme"] = theme
+    return tomlkit.dumps(document)
+
+
 def save_theme(path: Path, theme: str) -> None:
-    """Persist the theme choice, keeping every other line of the file as it is."""
-    line = f"theme = {theme!r}".replace("'", '"')
-    text = path.read_text(encoding="utf-8") if path.is_file() else ""
-    found = _THEME_LINE.search(text)
-    text = _THEME_LINE.sub(line, text, count=1) if found else f"{line}\n{text}"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    """Persist the theme choice; the rest of the file stays as the operator wrote it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    try:
+        write_atomic(path, with_theme(text, theme))
+    except InputError as exc:
+        raise InputError(f"{path}: {exc}") from None

@@ -3,6 +3,11 @@
 Tokens are one character each (the shipped byte-level tokenizer); decode runs at `tg_tps` tokens/s
 and prefill at `pp_tps` (wall time); `/metrics` exposes vLLM's counters; `hang` makes every new
 completion hang silently after the headers, as a stuck client or engine would look.
+
+As real vLLM does on a busy host: `burst` chunks go out in one write (one socket read for the
+client), every `empty_every`-th token's chunk carries its token id with empty text (a token that
+ends inside a UTF-8 character), and the completions numbered in `collapse` send every token after
+the first at once, as a stalled relay that catches up would (a "decode" of microseconds).
 """
 
 from __future__ import annotations
@@ -21,6 +26,11 @@ class FakeEngine:
     pp_tps: float = 200_000.0
     tg_tps: float = 100.0
     hang: bool = False
+    burst: int = 1
+    empty_every: int = 0
+    collapse: frozenset[int] = frozenset()
+    max_model_len: int | None = None  # listed by /v1/models, as vLLM does
+    status_speed: float | None = None  # a status endpoint saying `speed`, as SparkRing's might
     prompt_tokens: int = 0
     generation_tokens: int = 0
     running: int = 0
@@ -32,10 +42,18 @@ class FakeEngine:
         app.router.add_get("/v1/models", self.models)
         app.router.add_post("/v1/chat/completions", self.chat)
         app.router.add_get("/metrics", self.metrics)
+        if self.status_speed is not None:
+            app.router.add_get("/v1/sparkring/status/view", self.status)
         return app
 
     async def models(self, request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
+        entry: dict = {"id": MODEL, "object": "model"}
+        if self.max_model_len is not None:
+            entry["max_model_len"] = self.max_model_len
+        return web.json_response({"object": "list", "data": [entry]})
+
+    async def status(self, request: web.Request) -> web.Response:
+        return web.json_response({"speed": self.status_speed, "image": "sparkring@sha256:abc"})
 
     async def metrics(self, request: web.Request) -> web.Response:
         labels = f'{{model_name="{MODEL}",engine="0"}}'
@@ -70,12 +88,19 @@ class FakeEngine:
             await send(
                 {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}
             )
+            collapsed = len(self.requests) - 1 in self.collapse
+            pending: list[bytes] = []
             for i in range(max_tokens):
-                if i:
+                if i and not (collapsed and i > 1):
                     await asyncio.sleep(1 / self.tg_tps)
                 self.generation_tokens += 1
-                choice = {"index": 0, "delta": {"content": "x"}, "token_ids": [120]}
-                await send({**base, "choices": [choice]})
+                empty = self.empty_every and i % self.empty_every == self.empty_every - 1
+                text = "" if empty else "x"
+                choice = {"index": 0, "delta": {"content": text}, "token_ids": [120]}
+                pending.append(f"data: {json.dumps({**base, 'choices': [choice]})}\n\n".encode())
+                if len(pending) >= self.burst or i == max_tokens - 1 or (collapsed and i == 0):
+                    await resp.write(b"".join(pending))
+                    pending = []
             usage = {"prompt_tokens": prompt, "completion_tokens": max_tokens}
             await send({**base, "choices": [], "usage": usage})
             await resp.write(b"data: [DONE]\n\n")

@@ -18,6 +18,9 @@ from tests.sim_engine import engine_proc
 
 FLASH = "/models/models--XiaomiMiMo--MiMo-V2.6-Flash-MOPD/snapshots/0123456789ab"
 SMALL = "/models/models--Qwen--Qwen3-0.6B/snapshots/0123456789ab"
+SPEEDS: dict[str, float] = {}
+"""Each running engine's time scale by base URL: the launcher knows it, the bench is told it
+(`BenchRequest.time_scale`, `--time-scale`), as the simulator's launchers tell the bench."""
 BOOT_SPEED = 200.0
 """The boot phases run at least this fast (serving keeps `speed`): tests wait seconds, not minutes."""
 
@@ -64,6 +67,8 @@ def running_engine(
             if time.monotonic() > deadline:
                 raise RuntimeError("engine did not become healthy")
             time.sleep(0.2)
+        SPEEDS[engine.url] = speed
         yield engine.url
     finally:
+        SPEEDS.pop(engine.url, None)
         engine.stop()

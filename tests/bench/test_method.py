@@ -172,3 +172,52 @@ def test_a_point_faster_than_every_shallower_one_is_the_one_flagged() -> None:
     flags = honesty.depth_dips(c1, ("--recipe", "qwen3-0.6b-2x", "--cluster", "dgx56-switch"))
     assert list(flags) == [c1[3].spec]  # not the three honest points below it
     assert "above every shallower point (at most 182.2 t/s)" in flags[c1[3].spec].message
+
+
+def test_one_run_shows_no_spread_and_several_do() -> None:
+    from cockpit.bench.method import Stat, spread_text
+
+    one = Stat.of([116.7])
+    assert one is not None and spread_text(one) == "116.7" and "±" not in str(one)
+    three = Stat.of([1.0, 2.0, 3.0])
+    assert three is not None and spread_text(three) == "2.0 ± 0.8"
+
+
+def test_implausible_runs_by_median_and_by_the_engines_own_decode_rate() -> None:
+    from cockpit.bench.method import decode_bound, implausible_runs
+
+    runs = [[120.0], [9_500.0], [125.0]]  # the burst: 9,500 t/s among ~120
+    assert set(implausible_runs(runs, [None] * 3)) == {1}
+    bound = decode_bound(0.6, 100.0)  # 100 requests averaging 6 ms per output token
+    assert bound == pytest.approx(166.7, rel=1e-3)
+    # two bursty runs of three: the median is fooled, the engine's own rate is not
+    bursty = [[900.0], [950.0], [120.0]]
+    assert implausible_runs(bursty, [None] * 3) == {}
+    assert set(implausible_runs(bursty, [bound] * 3)) == {0, 1}
+    assert implausible_runs([[300.0], [310.0]], [bound] * 2) == {}  # within the relay margin
+
+
+def test_adapt_prompt_trims_like_llama_benchy() -> None:
+    from cockpit.bench.prompts import adapted_sizes
+
+    assert adapted_sizes(PointSpec(0, 1, 512, 32), 4, 6) == (508, 0)
+    assert adapted_sizes(PointSpec(1024, 1, 512, 32), 4, 6) == (512, 1018)
+
+
+def test_token_count_and_stream_above_total_flags() -> None:
+    from cockpit.bench import honesty
+    from cockpit.bench.method import PhaseStats, Stat
+    from cockpit.bench.models import FlagKind, PointResult
+
+    spec = PointSpec(65536, 1, 2048, 32)
+    assert honesty.token_mismatch(spec, 65536 + 2048 + 5) is None
+    flag = honesty.token_mismatch(spec, 17_000)  # a byte tokenizer's "64K" in real tokens
+    assert flag is not None and flag.kind is FlagKind.TOKEN_MISMATCH
+    c2 = PointSpec(0, 2, 2048, 32)
+    phase = PhaseStats(
+        2, None, None, Stat.of([116.7]), Stat.of([58.0, 3200.0]), None, None, None, 6, 0
+    )
+    flags = honesty.stream_above_total([PointResult(c2, phase)])
+    assert flags[c2].kind is FlagKind.STREAM_ABOVE_TOTAL and "116.7" in flags[c2].message
+    fine = PhaseStats(2, None, None, Stat.of([116.7]), Stat.of([58.0]), None, None, None, 2, 0)
+    assert honesty.stream_above_total([PointResult(c2, fine)]) == {}

@@ -9,12 +9,14 @@ import pytest
 
 from cockpit.bench import benchy, forensics, probe
 from cockpit.bench.driver import DriverConfig
-from cockpit.bench.environment import link_kind, route_device, time_scale
+from cockpit.bench.environment import link_kind, route_device
 from cockpit.bench.events import BenchWarning, PointFinished, event_line, parse_event_line
 from cockpit.bench.models import Flag, FlagKind, PointResult, PointSpec
 from cockpit.bench.quality import parse_perf_table, parse_quality, quality_argv
 from cockpit.bench.remote import remote_argv
+from cockpit.bench.run import time_scale_default
 from cockpit.bench.watch import scan_counters
+from cockpit.errors import InputError
 
 FIX = Path(__file__).parent.parent / "fixtures" / "bench"
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "telemetry" / "vllm-0.32-cpu"
@@ -138,7 +140,11 @@ def test_probe_verdicts() -> None:
 def test_link_and_scale() -> None:
     assert route_device("127.0.0.1 dev lo src 127.0.0.1 uid 0 \\    cache <local>") == "lo"
     assert link_kind("lo") == "loopback"
-    assert time_scale({"speed": 20.0}) == 20.0 and time_scale({}) == 1.0
+    # the time scale comes from the simulator's launcher only, never from an endpoint's fields
+    assert time_scale_default({"COCKPIT_TIME_SCALE": "20"}) == 20.0
+    assert time_scale_default({}) == 1.0
+    with pytest.raises(InputError, match="COCKPIT_TIME_SCALE"):
+        time_scale_default({"COCKPIT_TIME_SCALE": "fast"})
 
 
 def test_events_roundtrip_as_json_lines() -> None:
@@ -162,8 +168,10 @@ def test_events_roundtrip_as_json_lines() -> None:
         300.0,
         "lane",
         "cl",
+        "/models/tok",
     )
     assert argv[:3] == ["cockpit", "bench", "--events-jsonl"]
+    assert argv[argv.index("--tokenizer") + 1] == "/models/tok"
     assert "--cold" in argv and "--no-warmup" in argv
 
 

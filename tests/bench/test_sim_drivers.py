@@ -27,7 +27,7 @@ from cockpit.sim.engine.text import TOKENIZER_DIR
 from cockpit.sim.fleet import SimFleet
 from cockpit.ssh.inventory import pool_for
 from tests.bench.conftest import FLASH_SPEED
-from tests.bench.sim_engine import SMALL, running_engine
+from tests.bench.sim_engine import SMALL, SPEEDS, running_engine
 
 LANE = "mimo26-flash-mopd-4x-sparkring"
 COMPARE_POINTS = default_points(depths=(0, 8192), tg=64)
@@ -45,6 +45,7 @@ def _request(url: str, reports: Path, label: str, **kw: object) -> BenchRequest:
         "reports_dir": reports,
         "runs": 3,
         "warmup": False,
+        "time_scale": SPEEDS[url],
         **kw,
     }
     return BenchRequest(**settings)
@@ -125,6 +126,10 @@ def test_cli_bench_then_report_show_and_compare(flash_lane: str, tmp_path: Path)
             "--no-warmup",
             "--reports",
             str(tmp_path),
+            "--tokenizer",
+            str(TOKENIZER_DIR),
+            "--time-scale",
+            str(FLASH_SPEED),
         ]
 
     first = _cockpit(*args("cli"))
@@ -210,6 +215,7 @@ async def test_bench_host_streams_the_same_events_over_ssh(
                 60.0,
                 req.lane,
                 req.cluster,
+                str(TOKENIZER_DIR),
             )
             return remote_events(pool, node, argv)
 

@@ -15,6 +15,7 @@ from cockpit.bench.models import Flag, FlagKind, PointSpec
 from cockpit.bench.run import PERF_DEPTHS, SWEEP_DEPTHS, BenchRequest, bench, default_points
 from cockpit.sim.engine.text import TOKENIZER_DIR
 from tests.bench.conftest import FLASH_SPEED
+from tests.bench.sim_engine import SPEEDS
 
 
 def _request(url: str, points: tuple[PointSpec, ...], reports: Path, label: str) -> BenchRequest:
@@ -28,6 +29,7 @@ def _request(url: str, points: tuple[PointSpec, ...], reports: Path, label: str)
         reports_dir=reports,
         runs=1,
         warmup=False,
+        time_scale=SPEEDS[url],
     )
 
 

@@ -237,3 +237,48 @@ def test_load_inventory_raises_input_error(inventory_copy: Path) -> None:
     (inventory_copy / "clusters.toml").unlink()
     with pytest.raises(InputError, match=r"clusters\.toml: missing"):
         load_inventory(inventory_copy)
+
+
+def test_relative_cache_paths_are_refused(inventory_copy: Path) -> None:
+    """Docker reads a relative `-v hf-cache:…` as an empty named volume and refuses `a/b`."""
+    path = inventory_copy / "clusters.toml"
+    edit(path, lambda t: t.replace('model_cache = "/srv/hf-cache"', 'model_cache = "hf-cache"'))
+    edit(path, lambda t: t.replace("[defaults]\n", '[defaults]\ncompile_cache = "vllm-cache"\n'))
+    edit(
+        path,
+        lambda t: t.replace('host = "dgx3.example.lan"', 'host = "dgx3.lan"\nmodel_cache = "~/hf"'),
+    )
+    problems = problems_of(inventory_copy)
+    reason = "must be an absolute path on the node: docker reads a relative -v source as a named"
+    for field_name, value, needle in (
+        ("defaults.model_cache", "hf-cache", 'model_cache = "hf-cache"'),
+        ("defaults.compile_cache", "vllm-cache", 'compile_cache = "vllm-cache"'),
+        ("nodes.dgx3.model_cache", "~/hf", 'model_cache = "~/hf"'),
+    ):
+        line = line_of(path, needle)
+        assert any(
+            p.startswith(f"{path}:{line}: {field_name}: {reason}")
+            and p.endswith(f"(got {value!r})")
+            for p in problems
+        ), (field_name, problems)
+    result = run_cockpit("--inventory", inventory_copy, "validate")
+    assert result.returncode == 2 and result.stderr.count(reason) == 3
+
+
+def test_a_nodes_own_cache_wins(inventory_copy: Path) -> None:
+    """node > cluster > defaults, in the rendered `-v` of that node's rank only."""
+    from cockpit.plan.render import plan_lane
+
+    own = 'host = "dgx5.example.lan"\nmodel_cache = "/nvme/hf"\ncompile_cache = "/nvme/vllm"'
+    edit(inventory_copy / "clusters.toml", lambda t: t.replace('host = "dgx5.example.lan"', own))
+    inventory = load_inventory(inventory_copy)
+    recipe = inventory.recipe("qwen3-0.6b-2x")
+    cluster = inventory.cluster("dgx56-switch")
+    assert inventory.model_caches(cluster) == {"dgx5": "/nvme/hf", "dgx6": "/srv/hf-cache"}
+    plan = plan_lane(inventory, recipe, cluster)
+    mounts = {
+        r.node: [a for i, a in enumerate(r.argv) if r.argv[i - 1] == "-v"] for r in plan.ranks
+    }
+    assert mounts["dgx5"][0].startswith("/nvme/hf:") and mounts["dgx5"][1].startswith("/nvme/vllm/")
+    assert mounts["dgx6"][0].startswith("/srv/hf-cache:")
+    assert mounts["dgx6"][1].startswith("/srv/vllm-cache/")

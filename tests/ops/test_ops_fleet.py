@@ -10,17 +10,12 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from subprocess import CompletedProcess
 
 import httpx
-import pytest
 
-from cockpit.config import Inventory, load_inventory
-from cockpit.ops.context import OpContext
 from cockpit.ops.events import (
-    Finished,
     Notice,
     OpEvent,
     Planned,
@@ -28,113 +23,14 @@ from cockpit.ops.events import (
     StepFinished,
     StepStarted,
 )
-from cockpit.ops.history import BootHistory
 from cockpit.ops.launch import launch
 from cockpit.ops.locks import LockRecord, NodeLocks, new_record
 from cockpit.ops.stop import stop
 from cockpit.ops.switch import switch
 from cockpit.ops.sync import sync_image
 from cockpit.sim.fleet import SimFleet
-from cockpit.ssh.inventory import pool_for
 from cockpit.telemetry.boot import BootPhase
-
-QWEN = "qwen3-0.6b-2x"
-PINNED = "qwen3-0.6b-2x-pinned"
-SPEED = 200.0
-BOOT_TIMEOUT = 60.0
-
-
-def add_pinned_recipe(fleet: SimFleet) -> None:
-    """A copy of the Qwen lane that pins its config.json sha256 (the seed's Flash lanes do)."""
-    config = fleet.snapshot_dir("dgx1", "Qwen/Qwen3-0.6B") / "config.json"
-    import hashlib
-
-    pin = hashlib.sha256(config.read_bytes()).hexdigest()[:8]
-    text = (fleet.inventory_dir / f"{QWEN}.toml").read_text()
-    text = text.replace(f'name = "{QWEN}"', f'name = "{PINNED}"')
-    text = text.replace("[model]\n", f'[model]\nconfig_sha256 = "{pin}"\n')
-    (fleet.inventory_dir / f"{PINNED}.toml").write_text(text)
-
-
-@pytest.fixture(scope="module")
-def shared_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimFleet]:
-    """One fleet for the module (starting one costs seconds); each test restores what it broke."""
-    made = SimFleet(tmp_path_factory.mktemp("ops-fleet"), 8, speed=SPEED, boot_speed=SPEED)
-    try:
-        made.start()
-        add_pinned_recipe(made)
-        yield made
-    finally:
-        made.stop()
-
-
-STATE_FILES = ("images.json", "node.json")
-
-
-@pytest.fixture
-def fleet(shared_fleet: SimFleet) -> Iterator[SimFleet]:
-    """The shared fleet, its nodes' images, faults and Qwen snapshot restored after the test."""
-    saved = {}
-    for node in shared_fleet.names:
-        for name in STATE_FILES:
-            saved[shared_fleet.node_dir(node) / name] = (
-                shared_fleet.node_dir(node) / name
-            ).read_bytes()
-        config = shared_fleet.snapshot_dir(node, "Qwen/Qwen3-0.6B") / "config.json"
-        saved[config] = config.read_bytes()
-    yield shared_fleet
-    for node in shared_fleet.names:
-        shared_fleet.start_node(node)
-    for path, content in saved.items():
-        if path.is_dir():
-            path.rmdir()
-        path.write_bytes(content)
-
-
-@pytest.fixture
-def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("COCKPIT_STATE_DIR", str(tmp_path / "state"))
-    return tmp_path / "state"
-
-
-async def run(gen: AsyncIterator[OpEvent]) -> list[OpEvent]:
-    return [event async for event in gen]
-
-
-def finished(events: list[OpEvent]) -> Finished:
-    last = events[-1]
-    assert isinstance(last, Finished), last
-    return last
-
-
-class Cockpit:
-    """One cockpit on the fleet: its inventory and an open pool."""
-
-    def __init__(self, fleet: SimFleet, state: Path) -> None:
-        self.fleet = fleet
-        self.inventory: Inventory = load_inventory(fleet.inventory_dir)
-        self.pool = pool_for(self.inventory)
-        self.ctx = OpContext(self.inventory, self.pool, BootHistory(state / "boot.json"))
-
-    def recipe(self, name: str):
-        return self.inventory.recipe(name)
-
-
-@pytest.fixture
-async def cockpit(fleet: SimFleet, state_dir: Path) -> AsyncIterator[Cockpit]:
-    cp = Cockpit(fleet, state_dir)
-    yield cp
-    await cp.pool.close()
-    for node in fleet.names:
-        fleet.start_node(node)
-    cleaner = Cockpit(fleet, state_dir)  # a fresh pool: no backoff left from a stopped node
-    cleanup = finished(await run(stop(cleaner.ctx, cluster="4nodes-switch")))
-    await cleaner.pool.close()
-    assert cleanup.ok, cleanup.summary
-
-
-def containers(fleet: SimFleet, node: str) -> list[dict]:
-    return json.loads((fleet.node_dir(node) / "containers.json").read_text())
+from tests.ops.conftest import BOOT_TIMEOUT, PINNED, QWEN, Cockpit, containers, finished, run
 
 
 def head_phases(events: list[OpEvent], node: str) -> list[str]:
@@ -157,7 +53,7 @@ async def test_clean_launch_to_ready_then_stop_is_idempotent(cockpit: Cockpit) -
     assert end.ok and end.exit_code == 0, end.summary
     assert isinstance(events[0], Planned)
     steps = [e.step for e in events if isinstance(e, StepFinished) and e.node is None]
-    assert steps == ["lock", "preflight", "preflight", "boot", "ready"]
+    assert steps == ["lock", "preflight", "preflight", "boot", "ready", "watch"]
     assert any(isinstance(e, StepFinished) and e.op == "sync" and e.node == "dgx2" and e.ok
                for e in events)  # fmt: skip
     phases = head_phases(events, "dgx1")
@@ -215,6 +111,19 @@ async def test_crash_mid_boot_rolls_back_every_rank(cockpit: Cockpit) -> None:
     assert failure.node == "dgx2" and "rank 1 on dgx2" in failure.message, failure
     assert "Error" in failure.line or "error" in failure.line
     assert containers(cockpit.fleet, "dgx1") == [] and containers(cockpit.fleet, "dgx2") == []
+
+
+async def test_a_rank_docker_refuses_reports_the_daemons_reason(cockpit: Cockpit) -> None:
+    """`docker run` ends with its help hint: the notice carries the reason before it, and the
+    container the daemon made (created, never started) is rolled back."""
+    cockpit.fleet.set_fault("dgx2", "no-container-toolkit")
+    events = await run(launch(cockpit.ctx, cockpit.recipe(QWEN), "2nodes-dac",
+                              boot_timeout_s=BOOT_TIMEOUT))  # fmt: skip
+    assert finished(events).exit_code == 1
+    failure = next(e for e in events if isinstance(e, Notice) and e.line)
+    assert failure.node == "dgx2" and "did not start" in failure.message
+    assert failure.line == 'could not select device driver "" with capabilities: [[gpu]]'
+    assert containers(cockpit.fleet, "dgx2") == []
 
 
 async def test_sync_restores_the_digest_so_a_launch_by_digest_works(cockpit: Cockpit) -> None:
@@ -386,3 +295,26 @@ async def test_stop_reports_an_unreachable_node_and_stops_the_others(cockpit: Co
     assert any(isinstance(e, Notice) and e.node == "dgx2" and "unreachable" in e.message
                for e in events)  # fmt: skip
     assert containers(fleet, "dgx1") == [] and len(containers(fleet, "dgx2")) == 1
+
+
+async def test_every_operation_says_the_stale_lock_it_takes_over(cockpit: Cockpit) -> None:
+    """Issue 19: sync took stale locks over silently (launch warned); one path says it for all."""
+    image = cockpit.fleet.images("dgx1")[0]["Id"]
+    started = await cockpit.pool.run("dgx1", [
+        "docker", "run", "-d", "--name", "held-dgx1", "--label", f"cockpit.lane={QWEN}",
+        "--entrypoint", "sleep", image, "600",
+    ])  # fmt: skip
+    assert started.ok, started.stderr
+    operations = {
+        "sync": lambda: sync_image(cockpit.ctx, cockpit.recipe(QWEN), "2nodes-dac"),
+        "stop": lambda: stop(cockpit.ctx, lane=QWEN),
+    }
+    for name, operation in operations.items():
+        dead = LockRecord(
+            getpass.getuser(), socket.gethostname(), dead_pid(), "launch", time.time()
+        )
+        assert await NodeLocks(cockpit.pool, dead).acquire(["dgx1"]) == []
+        events = await run(operation())
+        assert finished(events).ok, finished(events).summary
+        said = [e.message for e in events if isinstance(e, Notice) and e.node == "dgx1"]
+        assert any("stale lock removed" in m and "is gone" in m for m in said), (name, said)

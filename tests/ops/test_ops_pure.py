@@ -188,3 +188,23 @@ def test_boot_history_gives_the_eta(tmp_path: Path) -> None:
     assert history.last_seconds("lane", "other") is None
     assert eta_seconds(90.0, 30.0) == 60.0 and eta_seconds(90.0, 100.0) == 0.0
     assert eta_seconds(None, 5.0) is None
+
+
+def test_a_wrong_image_under_the_digest_is_removed_first_and_never_the_source() -> None:
+    wrong = "sha256:" + "9" * 64
+    facts = {
+        "dgx1": good("dgx1", image_id=wrong, wrong_id=wrong, has_image_id=False),
+        "dgx2": good("dgx2"),
+        "dgx3": good("dgx3", image_id=wrong, wrong_id=wrong, has_image_id=True),
+    }
+    plan = plan_sync(RECIPE.image.ref, ["dgx1", "dgx2", "dgx3"], facts)
+    assert plan.source == "dgx2"  # dgx1 comes first but its digest names the wrong image
+    assert plan.remove == (("dgx1", wrong), ("dgx3", wrong))
+    assert plan.transfer == ("dgx1",) and plan.reattach == ("dgx3",)  # dgx3 holds the right id
+    assert plan.describe().startswith("remove the wrong image on dgx1 (sha256:999999999999)")
+    with pytest.raises(InputError, match="not the recipe's pinned image id"):
+        plan_sync(RECIPE.image.ref, ["dgx1", "dgx2"], facts, source="dgx1")
+    failures = preflight(PLAN, {"dgx1": facts["dgx1"], "dgx2": facts["dgx2"]})
+    assert [f.check for f in failures] == ["image"] and failures[0].nodes == ("dgx1",)
+    assert failures[0].fix.startswith("cockpit sync-image --recipe mimo26-flash-mopd-2x-sparkring")
+    assert preflight(PLAN, {"dgx1": facts["dgx1"], "dgx2": facts["dgx2"]}, will_sync=True) == []

@@ -6,7 +6,9 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -52,11 +54,8 @@ def test_pro_8x_carries_the_whole_serve_contract_minus_deviations() -> None:
     for entry in ranks:
         argv = entry["argv"]
         words = set(argv)
-        env = {
-            argv[i + 1].split("=", 1)[0]: argv[i + 1].split("=", 1)[1]
-            for i, w in enumerate(argv)
-            if w == "-e"
-        }
+        env = entry["env"]
+        assert "-e" not in words and argv[argv.index("--env-file") + 1] == "$COCKPIT_ENV_FILE"
         # seed §1 env, and the cluster's [nccl] block (f0 pair on the switch)
         assert env["VLLM_KV_CACHE_LAYOUT"] == "BLHNC"
         assert env["VLLM_LM_HEAD_A16"] == "1" and env["VLLM_MXFP8_LM_HEAD"] == "0"
@@ -140,7 +139,9 @@ HOSTILE = [
     "&& touch PWNED || true",
     "*",
     "$HOME",
+    "=starts with =",
 ]
+ENV_HOSTILE = [v for v in HOSTILE if "\n" not in v]  # an env value is one line (--env-file)
 
 
 @pytest.fixture
@@ -150,10 +151,10 @@ def hostile_inventory(tmp_path: Path) -> Path:
     shutil.copytree(PROJECT_RECIPES, root)
     path = root / "qwen3-0.6b-2x.toml"
     text = path.read_text()
-    env = "".join(f"HOSTILE_{i} = {json.dumps(value)}\n" for i, value in enumerate(HOSTILE))
+    env = "".join(f"HOSTILE_{i} = {json.dumps(value)}\n" for i, value in enumerate(ENV_HOSTILE))
     text = text.replace("[env]\n", "[env]\n" + env)
     text = text.replace(
-        'served_model_name = "qwen3-0.6b"', f"served_model_name = {json.dumps(HOSTILE[0])}"
+        'served_model_name = "qwen3-0.6b"', f"served_model_name = {json.dumps(HOSTILE[4])}"
     )
     text = text.replace(
         "enable_prefix_caching = true",
@@ -165,39 +166,114 @@ def hostile_inventory(tmp_path: Path) -> Path:
     return root
 
 
-def test_hostile_values_arrive_as_literal_arguments(
+# A docker that records its argv, and what the env file holds and how it is protected.
+FAKE_DOCKER = """#!/usr/bin/env python3
+import json, os, stat, sys, time
+args = sys.argv[1:]
+path = args[args.index("--env-file") + 1]
+info = os.stat(path)
+folder = os.stat(os.path.dirname(path))
+record = {"argv": args, "env_file": open(path).read(), "mode": stat.S_IMODE(info.st_mode),
+          "folder_mode": stat.S_IMODE(folder.st_mode), "path": path}
+open(os.environ["RECORD"], "w").write(json.dumps(record))
+if os.environ.get("FAKE_HANG"):
+    time.sleep(60)
+sys.exit(int(os.environ.get("FAKE_EXIT", "0")))
+"""
+
+
+def _fake_docker(tmp_path: Path) -> dict[str, str]:
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    fake = bindir / "docker"
+    fake.write_text(FAKE_DOCKER)
+    fake.chmod(0o755)
+    return {
+        "PATH": f"{bindir}:{os.environ['PATH']}",
+        "HOME": str(tmp_path / "home"),
+        "RECORD": str(tmp_path / "record.json"),
+    }
+
+
+def test_hostile_values_arrive_as_literal_arguments_and_env(
     hostile_inventory: Path, tmp_path: Path
 ) -> None:
-    """Run the rendered line through a real bash with a fake docker that records its argv."""
+    """Run each rank's start line through a real bash, its env on stdin, with a fake docker."""
     inventory = load_inventory(hostile_inventory)
     plan = plan_lane(
         inventory, inventory.recipe("qwen3-0.6b-2x"), inventory.cluster("dgx56-switch")
     )
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    record = tmp_path / "argv.json"
-    fake = bindir / "docker"
-    fake.write_text(
-        "#!/usr/bin/env python3\nimport json, sys\n"
-        f"open({str(record)!r}, 'w').write(json.dumps(sys.argv[1:]))\n"
-    )
-    fake.chmod(0o755)
+    env = _fake_docker(tmp_path)
     workdir = tmp_path / "work"
     workdir.mkdir()
     for rank in plan.ranks:
-        env = {"PATH": f"{bindir}:{os.environ['PATH']}", "HOME": str(tmp_path)}
-        subprocess.run(["bash", "-c", rank.shell], cwd=workdir, env=env, check=True)
-        received = json.loads(record.read_text())
-        assert received == list(rank.argv[1:])
-        for i, value in enumerate(HOSTILE):
-            assert f"HOSTILE_{i}={value}" in received
-        assert HOSTILE[0] in received
+        subprocess.run(
+            ["bash", "-c", rank.start_line], input=rank.env_file, text=True, cwd=workdir,
+            env=env, check=True,
+        )  # fmt: skip
+        record = json.loads(Path(env["RECORD"]).read_text())
+        received = record["argv"]
+        expected = list(rank.argv[1:])
+        at = expected.index("--env-file") + 1
+        assert received[:at] + received[at + 1 :] == expected[:at] + expected[at + 1 :]
+        assert HOSTILE[4] in received
         assert received[received.index("--chat-template") + 1] == HOSTILE[2]
         assert json.loads(received[received.index("--override-generation-config") + 1]) == {
             "note": HOSTILE[1]
         }
+        assert not any("HOSTILE" in word for word in received)  # no env on the command line
+        assert record["env_file"] == rank.env_file
+        for i, value in enumerate(ENV_HOSTILE):
+            assert f"HOSTILE_{i}={value}\n" in record["env_file"]
+        assert record["mode"] == 0o600 and record["folder_mode"] == 0o700
+        assert not Path(record["path"]).exists(), "the env file outlived the start"
     assert not list(workdir.iterdir()), "something ran: the command line was not quoted"
     assert not (tmp_path / "PWNED").exists()
+
+
+def test_the_env_file_is_removed_when_docker_fails_or_the_start_is_killed(
+    tmp_path: Path,
+) -> None:
+    inventory = load_inventory(PROJECT_RECIPES)
+    plan = plan_lane(
+        inventory, inventory.recipe("qwen3-0.6b-2x"), inventory.cluster("dgx56-switch")
+    )
+    rank = plan.ranks[0]
+    env = _fake_docker(tmp_path)
+    failed = subprocess.run(
+        ["bash", "-c", rank.start_line], input=rank.env_file, text=True,
+        env={**env, "FAKE_EXIT": "125"},
+    )  # fmt: skip
+    assert failed.returncode == 125
+    path = Path(json.loads(Path(env["RECORD"]).read_text())["path"])
+    assert not path.exists()
+    Path(env["RECORD"]).unlink()
+    # TERM to the session (what a cancelled start or a closed terminal sends): trap, exit, remove
+    start = subprocess.Popen(
+        ["bash", "-c", rank.start_line], stdin=subprocess.PIPE, text=True,
+        env={**env, "FAKE_HANG": "1"}, start_new_session=True,
+    )  # fmt: skip
+    assert start.stdin is not None
+    start.stdin.write(rank.env_file)
+    start.stdin.close()
+    deadline = time.monotonic() + 10
+    while not Path(env["RECORD"]).exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    path = Path(json.loads(Path(env["RECORD"]).read_text())["path"])
+    assert path.exists()
+    os.killpg(start.pid, signal.SIGTERM)
+    assert start.wait(10) == 143
+    assert not path.exists()
+    assert list(path.parent.iterdir()) == []
+    # a leftover of a node that crashed mid-start is removed by the next start on the node
+    leftover = path.parent / "cockpit-old-r0.env.AbCdEf"
+    leftover.write_text("HF_TOKEN=x\n")
+    hour_ago = time.time() - 3600
+    os.utime(leftover, (hour_ago, hour_ago))
+    subprocess.run(
+        ["bash", "-c", rank.start_line], input=rank.env_file, text=True, env=env, check=True
+    )
+    assert list(path.parent.iterdir()) == []
 
 
 def test_secrets_are_redacted_for_display() -> None:

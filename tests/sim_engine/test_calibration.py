@@ -163,7 +163,7 @@ def test_cold_window_engine_log_shows_the_monolith_and_the_starved_decode() -> N
 
 
 def _plan(family: str, tp: int, cached: bool) -> BootPlan:
-    args, _ = parse(["serve", f"/c/models--XiaomiMiMo--MiMo-V2.6-{family}-MOPD/snapshots/r"])
+    args = parse(["serve", f"/c/models--XiaomiMiMo--MiMo-V2.6-{family}-MOPD/snapshots/r"])
     cal = for_lane(family.lower(), tp)
     gib, tokens = cal.kv_pool(0.85)
     return BootPlan(args, cal, "MiMoV2ForCausalLM", gib, tokens, cached, rank=0)

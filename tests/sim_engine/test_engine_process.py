@@ -12,6 +12,7 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from cockpit.sim.engine import text
 from cockpit.sim.engine.calibration import for_lane
 from tests.sim_engine.engine_proc import FLASH, SMALL, EngineProc, start
 
@@ -53,7 +54,7 @@ def test_openai_client_streams_a_chat_completion(flash: EngineProc) -> None:
     chunks = list(stream)
     assert chunks[0].choices[0].delta.role == "assistant"
     content = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
-    assert len(content) == 40
+    assert len(text.encode(content)) == 40
     assert chunks[-1].choices == [] and chunks[-1].usage is not None
     assert chunks[-1].usage.completion_tokens == 40
     finish = [
@@ -65,14 +66,15 @@ def test_openai_client_streams_a_chat_completion(flash: EngineProc) -> None:
     )
     assert reply.choices[0].finish_reason == "stop"
     assert reply.usage is not None and reply.usage.completion_tokens == len(
-        reply.choices[0].message.content or ""
+        text.encode(reply.choices[0].message.content or "")
     )
 
 
 def test_metrics_parse_with_vllm_names(flash: EngineProc) -> None:
+    prompt = " hello" * 500
     httpx.post(
         flash.url + "/v1/completions",
-        json={"model": "mimo26-flash", "prompt": "x" * 500, "max_tokens": 600},
+        json={"model": "mimo26-flash", "prompt": prompt, "max_tokens": 600},
         timeout=30,
     ).raise_for_status()
     body = httpx.get(flash.url + "/metrics", timeout=10).text
@@ -91,7 +93,7 @@ def test_metrics_parse_with_vllm_names(flash: EngineProc) -> None:
                for f in families.values() for s in f.samples}  # fmt: skip
     labels = (("engine", "0"), ("model_name", "mimo26-flash"))
     assert samples[("vllm:generation_tokens_total", labels)] == 600
-    assert samples[("vllm:prompt_tokens_total", labels)] == 500
+    assert samples[("vllm:prompt_tokens_total", labels)] == len(text.encode(prompt))
     length = tuple(sorted((*labels, ("finished_reason", "length"))))
     assert samples[("vllm:request_success_total", length)] == 1
     assert samples[("vllm:spec_decode_num_draft_tokens_total", labels)] > 0
@@ -107,13 +109,11 @@ def test_status_view_errors_and_speed_header(flash: EngineProc) -> None:
     assert view["phase"] == "serving" and view["lane"] == "flash-tp4"
     assert view["kv_pool"]["tokens"] > 5_000_000 and view["speed"] == 5000
     assert status.headers["X-Sparkring-Sim-Speed"] == "5000.0"
-    too_long = httpx.post(
-        flash.url + "/v1/completions",
-        json={"prompt": "y" * 1000, "max_tokens": 524_000},
-        timeout=10,
+    too_many = httpx.post(
+        flash.url + "/v1/completions", json={"prompt": "y", "max_tokens": 600_000}, timeout=10
     )
-    assert too_long.status_code == 400
-    assert "maximum context length is 524288 tokens" in too_long.json()["error"]["message"]
+    assert too_many.status_code == 400 and too_many.json()["error"]["param"] == "max_tokens"
+    assert "cannot be greater than max_model_len=524288" in too_many.json()["error"]["message"]
     assert httpx.get(flash.url + "/health", timeout=10).status_code == 200
 
 
@@ -139,6 +139,9 @@ def test_boot_log_and_second_boot_skips_the_autotune(
     assert first.wait_for("Application startup complete.", 60)
     log = first.text()
     assert "[b12x] autotune: candidate 394/394" in log
+    assert "[backbone] Dynamo bytecode transform time: " in log  # torch.compile warm-up
+    assert "[backbone] saved AOT compiled function to ~/.cache/vllm/torch_compile_cache/" in log
+    assert "GPU KV cache size: " in log and "tokens, Maximum concurrency for 524,288" in log
     assert "GPU KV cache size: " in log and "Graph capturing finished" in log
     load = _published(node, "idle")
     assert load["util"] == 0 and load["mem_used_mib"] > 90_000 and load["power_w"] < 20
@@ -151,6 +154,8 @@ def test_boot_log_and_second_boot_skips_the_autotune(
     log = second.text()
     assert "[b12x] autotune: selection cache hit, 394 candidates skipped" in log
     assert "autotune: candidate" not in log
+    assert "[backbone] Directly load AOT compilation from path" in log
+    assert "Dynamo bytecode transform time" not in log
 
 
 def test_two_ranks_rendezvous_follow_the_head_and_fall_back_to_socket(
@@ -256,3 +261,26 @@ def test_boot_speed_scales_only_the_boot(procs: list[EngineProc], tmp_path: Path
     assert f"autotune: done, 394 candidates in {cal.autotune_s:.1f} s" in log
     view = httpx.get(proc.url + "/v1/sparkring/status/view", timeout=10).json()
     assert view["speed"] == 5
+
+
+def test_num_gpu_blocks_override_sizes_the_pool(procs: list[EngineProc], tmp_path: Path) -> None:
+    proc = start(tmp_path / "dgx10", SMALL, "--num-gpu-blocks-override", "512",
+                 "--max-model-len", "4096", speed=500)  # fmt: skip
+    procs.append(proc)
+    assert proc.wait_for("Application startup complete.", 30), proc.text()[-2000:]
+    assert "with num_gpu_blocks_override=512" in proc.text()
+    assert "GPU KV cache size: 8,192 tokens" in proc.text()
+    view = httpx.get(proc.url + "/v1/sparkring/status/view", timeout=10).json()
+    assert view["kv_pool"]["num_blocks"] == 512 and view["kv_pool"]["tokens"] == 8192
+    body = httpx.get(proc.url + "/metrics", timeout=10).text
+    info = next(s for f in text_string_to_metric_families(body) for s in f.samples
+                if s.name == "vllm:cache_config_info")  # fmt: skip
+    assert info.labels["num_gpu_blocks"] == "512"
+    assert info.labels["num_gpu_blocks_override"] == "512"
+    assert info.labels["kv_cache_memory_bytes"] == "None"
+
+
+def test_an_unknown_flag_ends_the_engine_as_vllm_serve_does(tmp_path: Path) -> None:
+    proc = start(tmp_path / "dgx11", SMALL, "--enable-warp-drive", speed=500)
+    assert proc.wait_exit(30) == 2
+    assert proc.text().endswith("vllm: error: unrecognized arguments: --enable-warp-drive\n")

@@ -33,7 +33,7 @@ SPEED = 4.0
 def book_url(tmp_path: Path) -> Iterator[str]:
     root = tmp_path / "www"
     root.mkdir()
-    (root / "book.txt").write_text(text.pseudo_text(1, 0, 200_000), encoding="utf-8")
+    (root / "book.txt").write_text(text.pseudo_text(1, 0, 50_000), encoding="utf-8")
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
     host, port = free_address()
     server = http.server.ThreadingHTTPServer((host, port), handler)

@@ -89,3 +89,20 @@ def test_requests_received_after_the_admission_bound_wait_and_early_ones_are_red
     assert [c.tokens for c in step.shape.prefill] == [100]
     assert [r.request_id for r in s.waiting] == ["late"]
     assert early.arrival == early.first_scheduled_at == 5.0  # joined a step begun before receipt
+
+
+def test_ngram_acceptance_comes_from_the_lane_calibration() -> None:
+    """The real vLLM 0.32 CPU lane accepted 83 % of its n-gram drafts; the small lane's
+    calibration carries that figure (the drafter-model curve gave it 0 %)."""
+    small = for_lane("small", 1)
+    totals = {}
+    for method in ("ngram", None):
+        s = Scheduler(small, SchedulerConfig(num_spec_tokens=3, spec_method=method))
+        s.add(_req("a", 64, max_tokens=400))
+        drafted = accepted = 0
+        while s.has_work:
+            spec = s.step(0.0).spec
+            drafted, accepted = drafted + spec.draft_tokens, accepted + spec.accepted
+        totals[method] = accepted / drafted
+    assert abs(totals["ngram"] - small.ngram_accept_rate) < 0.03 and small.ngram_accept_rate == 0.83
+    assert totals[None] == 0.0

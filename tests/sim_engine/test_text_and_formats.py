@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from cockpit.sim.engine import logs, nccl, text
-from cockpit.sim.engine.args import parse
+from cockpit.sim.engine.args import parse, vllm_flags
 from cockpit.sim.engine.boot import BootPlan, after_nccl
 from cockpit.sim.engine.calibration import for_lane
 from cockpit.sim.engine.runtime import build_rank, make_plan
@@ -40,15 +40,55 @@ def test_transformers_loads_the_tokenizer_and_its_chat_template_matches() -> Non
     assert tok.encode(rendered, add_special_tokens=False) == text.encode(rendered)
 
 
-def test_pseudo_text_is_deterministic_one_token_per_character() -> None:
+def test_pseudo_text_is_deterministic_and_count_tokens_long() -> None:
     piece = text.pseudo_text(42, 10, 300)
     assert piece == text.pseudo_text(42, 10, 300)
-    assert len(text.encode(piece)) == 300
-    assert text.pseudo_text(42, 0, 310)[10:] == piece
+    assert text.encode(piece) == text.pseudo_ids(42, 10, 300)
+    assert text.pseudo_ids(42, 0, 310)[10:] == text.pseudo_ids(42, 10, 300)
+
+
+def test_tokenizer_density_is_a_real_models() -> None:
+    """About a token per word (a real model's 700 words → ~705 tokens), not one per byte: the
+    engine's own words are one token each, the bench book's 1.4, common English about 1.2."""
+    from cockpit.bench.prompts import book_text
+
+    words = text.pseudo_text(3, 0, 2000).split()[:700]
+    assert len(text.encode(" ".join(words))) <= 720
+    book = " ".join(book_text().split()[:700])
+    assert len(text.encode(book)) < 1.6 * 700
+    assert len(book) / len(text.encode(book)) > 3.5  # characters per token, as real models
+    english = (
+        "The quick brown fox jumps over the lazy dog while the people of the city look at "
+        "the river and the mountain, and every child wants to know where the water goes."
+    )
+    assert len(text.encode(english)) < 1.3 * len(english.split())
+
+
+def test_provisioned_snapshots_carry_the_engine_tokenizer(tmp_path: Path) -> None:
+    from cockpit.sim.engine.tokenizer.build import FILES
+    from cockpit.sim.fleet.provision import SNAPSHOTS, copy_snapshot
+
+    trees = sorted(p for p in SNAPSHOTS.glob("*/*") if p.is_dir())
+    assert len(trees) == 3
+    for tree in trees:
+        repo, revision = tree.parent.name.replace("--", "/"), tree.name
+        copy_snapshot(tmp_path, repo, revision, tree)
+        model = tmp_path / "hf-cache" / "hub" / ("models--" + tree.parent.name)
+        for name in FILES:
+            copied = model / "snapshots" / revision / name
+            assert copied.read_bytes() == (text.TOKENIZER_DIR / name).read_bytes()
+
+
+def test_incremental_decoder_holds_back_a_split_character() -> None:
+    ids = text.encode(" café")
+    decoder = text.IncrementalDecoder()
+    pieces = [decoder.feed([i]) for i in ids]
+    assert "".join(pieces) == " café" and "" in pieces
+    assert text.pseudo_ids(1, 0, 400, multibyte=True) != text.pseudo_ids(1, 0, 400)
 
 
 def test_launcher_contract_parses_and_reports_non_default_args() -> None:
-    args, unknown = parse(
+    args = parse(
         [
             "serve",
             "/c/models--XiaomiMiMo--MiMo-V2.6-Flash-MOPD/snapshots/5f1c",
@@ -57,13 +97,43 @@ def test_launcher_contract_parses_and_reports_non_default_args() -> None:
             "--speculative-config", '{"method": "dflash", "num_speculative_tokens": 5}',
             "--compilation-config", '{"cudagraph_capture_sizes": [1, 2, 4, 96]}',
             "--hf-overrides", '{"x": 1}', "--no-enable-flashinfer-autotune",
+            "--max_num_seqs=16", "--num-gpu-blocks-override", "4096",
         ]
     )  # fmt: skip
     assert (args.tensor_parallel_size, args.node_rank, args.headless) == (4, 2, True)
     assert args.num_spec_tokens == 5 and args.graph_max_tokens == 96
-    assert "--no-enable-flashinfer-autotune" in unknown
+    assert args.spec_method == "dflash" and args.max_num_seqs == 16
+    assert args.num_gpu_blocks_override == 4096 and args.kv_cache_memory_bytes is None
     assert args.non_default_args["hf_overrides"] == '{"x": 1}'
-    assert args.non_default_args["no_enable_flashinfer_autotune"] is True
+    assert args.non_default_args["enable_flashinfer_autotune"] is False
+    assert "gpu_memory_utilization" not in args.non_default_args
+    dotted = parse(["serve", "/m", "--speculative-config.method", "ngram",
+                    "--speculative-config.num_speculative_tokens=3"])  # fmt: skip
+    assert (dotted.spec_method, dotted.num_spec_tokens) == ("ngram", 3)
+
+
+def test_an_option_vllm_lacks_is_refused_like_the_real_cli(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`vllm serve M --bogus-flag 1` on vLLM 0.32.0: the top-level usage, then argparse's error
+    naming every left-over word, exit status 2 (checked against the real CPU build)."""
+    with pytest.raises(SystemExit) as exited:
+        parse(["serve", "/m", "--max-model-len", "4096", "--bogus-flag", "1"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "usage: vllm [-h] [-v]",
+        "            {chat,complete,serve,launch,bench,collect-env,download-kernels,preload,"
+        "run-batch,snapshot}",
+        "            ...",
+        "vllm: error: unrecognized arguments: --bogus-flag 1",
+    ]
+    # every option of the real CLI is known, abbreviations included (argparse's allow_abbrev)
+    assert len(vllm_flags()) > 400
+    assert (
+        parse(["serve", "/m", "--max-model-le", "100", "--kernel-config", "{}"]).max_model_len
+        == 100
+    )
 
 
 def test_stats_and_spec_lines_parse_as_vllm_lines() -> None:
@@ -77,7 +147,7 @@ def test_stats_and_spec_lines_parse_as_vllm_lines() -> None:
 
 
 def test_boot_lines_walk_the_telemetry_boot_reducer_to_capture() -> None:
-    args, _ = parse(["serve", "/m/models--XiaomiMiMo--MiMo-V2.6-Flash-MOPD/snapshots/r"])
+    args = parse(["serve", "/m/models--XiaomiMiMo--MiMo-V2.6-Flash-MOPD/snapshots/r"])
     cal = for_lane("flash", 4)
     gib, tokens = cal.kv_pool(0.85)
     plan = BootPlan(args, cal, "MiMoV2ForCausalLM", gib, tokens, autotune_cached=False, rank=0)
@@ -115,7 +185,7 @@ def test_plan_reads_the_snapshot_config(tmp_path: Path) -> None:
         '{"architectures": ["MiMoV2ForCausalLM"], "num_attention_heads": 96, '
         '"num_key_value_heads": 8, "max_position_embeddings": 131072}'
     )
-    args, _ = parse(["serve", str(snap), "--tensor-parallel-size", "8"])
+    args = parse(["serve", str(snap), "--tensor-parallel-size", "8"])
     rank = build_rank(args, {"COCKPIT_SIM_NODE_DIR": str(tmp_path / "node")})
     plan = make_plan(rank)
     assert plan.cal.key == "pro-tp8" and plan.cal.num_attention_heads == 96

@@ -32,6 +32,12 @@ def test_sim_up_writes_inventory_and_down_leaves_nothing(tmp_path: Path) -> None
         assert all(r.lane.clusters == ["2nodes-dac"] for r in inventory.recipes.values())
         status = run_cockpit("sim", "status", "--dir", root)
         assert status.returncode == 0 and status.stdout.count(" up ") == 3
+        for node in ("dgx1", "dgx3"):  # every node's caches: its own folders, absolute
+            assert inventory.nodes[node].model_cache == str(fleet.node_dir(node) / "hf-cache")
+        down_reg = run_cockpit("sim", "registry", "down", "--dir", root)
+        assert down_reg.returncode == 0 and not fleet.registry_up
+        assert run_cockpit("sim", "registry", "up", "--dir", root).returncode == 0
+        assert fleet.registry_up
         stop = run_cockpit("sim", "stop-node", "dgx2", "--dir", root)
         assert stop.returncode == 0
         with socket.socket() as probe:

@@ -1,9 +1,14 @@
-"""docker ps / inspect output → records; digest presence and lane labels."""
+"""docker ps / inspect output → records; digest presence and lane labels.
+
+The fixtures are a real daemon's output (`tests/fixtures/telemetry/capture_docker.py`)."""
+
+import json
 
 import pytest
 
 from cockpit.telemetry.docker_out import (
     LaneLabel,
+    docker_error,
     image_with_digest,
     image_with_id,
     lane_of,
@@ -12,45 +17,64 @@ from cockpit.telemetry.docker_out import (
     parse_ps,
 )
 
-DIGEST = "sha256:c977a2d2e1b4f5a6978877665544332211000ffeeddccbbaa99887766554433"
-REPO = "ghcr.io/fujitsupolycom/sparkring"
+DIGEST = "sha256:ed9f9813e61781e1ea04124af5bf9bfa7e8f5754022ab741b0ef0a4670166572"
+REPO = "127.0.0.1:5000/fujitsupolycom/sparkring"
+IMAGE_ID = "sha256:08e1a9aebc6d"
+LANE = "mimo26-flash-mopd-2x-sparkring"
 
 
 def test_ps_rows_and_labels(fixture_text):
-    lane, monitor = parse_ps(fixture_text("docker_ps.jsonl"))
-    assert lane.id == "3f2a1b9c8d7e" and lane.state == "running" and lane.status == "Up 2 hours"
-    assert lane.names == "cockpit-mimo26-flash-mopd-2x-sparkring-r0"
-    assert lane.image == f"{REPO}@{DIGEST}"
-    assert lane.labels["cockpit.rank"] == "0"
-    assert lane.labels["com.example.note"] == "a,b"  # a comma inside a value survives
-    assert lane_of(lane.labels) == LaneLabel("mimo26-flash-mopd-2x-sparkring", 0, "2nodes-dac")
+    monitor, worker, head = parse_ps(fixture_text("docker_ps.jsonl"))
+    assert head.state == "running" and head.status.startswith("Up ")
+    assert head.names == f"cockpit-{LANE}-r0" and len(head.id) == 12
+    assert head.image == REPO  # run by digest: `docker ps` shows the repository only
+    assert head.labels["cockpit.rank"] == "0"
+    assert head.labels["com.example.note"] == "a,b"  # a comma inside a value survives
+    assert head.labels["org.opencontainers.image.source"].endswith("/sparkring")  # the image's
+    assert lane_of(head.labels) == LaneLabel(LANE, 0, "2nodes-dac")
+    assert lane_of(worker.labels) == LaneLabel(LANE, 1, "2nodes-dac")
+    assert worker.state == "exited" and worker.status.startswith("Exited (1) ")
     assert monitor.labels == {} and lane_of(monitor.labels) is None and monitor.state == "exited"
+
+
+@pytest.mark.parametrize(
+    ("text", "labels"),
+    [
+        ("a=1,b=x=y", {"a": "1", "b": "x=y"}),  # an equals sign inside a value
+        ("a=1,2,3,b=", {"a": "1,2,3", "b": ""}),  # commas inside a value, an empty value
+        ("note=hello, world=x", {"note": "hello, world=x"}),  # a space: no key starts there
+        ("note=a,b=c", {"note": "a", "b": "c"}),  # ambiguous in Docker's string: two labels
+    ],
+)
+def test_ps_label_strings(text, labels):
+    (row,) = parse_ps(json.dumps({"ID": "x", "Labels": text}))
+    assert dict(row.labels) == labels
 
 
 def test_image_inspect_and_digest_lookup(fixture_text):
     synced, loaded = parse_image_inspect(fixture_text("docker_image_inspect.json"))
-    assert synced.repo_digests == (f"{REPO}@{DIGEST}",) and synced.size == 31675432960
+    assert synced.repo_digests == (f"{REPO}@{DIGEST}",) and synced.size == 1982326
     assert synced.labels["org.opencontainers.image.source"].endswith("sparkring")
-    assert loaded.repo_digests == () and loaded.labels == {}
+    assert loaded.repo_digests == () and loaded.labels == {}  # Labels: null
     images = [synced, loaded]
     for ref in (
         f"{REPO}@{DIGEST}",
         DIGEST,
-        "c977a2d2",
-        "sha256:c977a2d2…",
-        f"{REPO}@sha256:c977a2d2",
+        "ed9f9813",
+        "sha256:ed9f9813…",
+        f"{REPO}@sha256:ed9f9813",
     ):
         assert image_with_digest(images, ref) is synced, ref
     # after save/load only the id survives: present by id, absent by digest (the seed's lesson)
     assert image_with_digest([loaded], DIGEST) is None
-    assert image_with_id([loaded], "b01442df") is loaded
-    assert image_with_id(images, "sha256:4b7049d1e00f") is synced
+    assert image_with_id([loaded], loaded.id[7:15]) is loaded
+    assert image_with_id(images, IMAGE_ID) is synced
 
 
 @pytest.mark.parametrize(
     "ref",
     [
-        "c977",  # too short a prefix to mean anything
+        "ed9f",  # too short a prefix to mean anything
         "other/repo@" + DIGEST,
         "sha256:deadbeefdeadbeef",
         "",
@@ -78,11 +102,12 @@ def test_repo_match_ignores_default_registry_and_tag():
 
 def test_container_inspect(fixture_text):
     (info,) = parse_container_inspect(fixture_text("docker_container_inspect.json"))
-    assert info.name == "cockpit-mimo26-flash-mopd-2x-sparkring-r1"
-    assert info.image_id.startswith("sha256:4b7049d1e00f") and info.image == f"{REPO}@{DIGEST}"
+    assert info.name == f"cockpit-{LANE}-r1"
+    assert info.image_id.startswith(IMAGE_ID) and info.image == f"{REPO}@{DIGEST}"
     assert info.state.status == "exited" and info.state.exit_code == 1
     assert not info.state.running and not info.state.oom_killed and info.state.error is None
-    assert lane_of(info.labels) == LaneLabel("mimo26-flash-mopd-2x-sparkring", 1, "2nodes-dac")
+    assert info.state.started_at < info.state.finished_at
+    assert lane_of(info.labels) == LaneLabel(LANE, 1, "2nodes-dac")
 
 
 @pytest.mark.parametrize(
@@ -97,3 +122,31 @@ def test_garbage_inspect(text, fixture_text):
 def test_lane_label_without_rank():
     assert lane_of({"cockpit.lane": "x", "cockpit.rank": "head"}) == LaneLabel("x", None, None)
     assert lane_of({"cockpit.lane": ""}) is None
+
+
+@pytest.mark.parametrize(
+    ("stderr", "reason"),
+    [
+        (  # a daemon error of `docker run`: the help hint comes last
+            'docker: Error response from daemon: Conflict. The container name "/x" is already '
+            "in use by container \"abc\".\nSee 'docker run --help'.\n",
+            'Conflict. The container name "/x" is already in use by container "abc"',
+        ),
+        (  # an implicit pull's progress, then its failure
+            "Unable to find image 'r/x@sha256:ab' locally\ndocker: Error response from daemon: "
+            'Get "http://127.0.0.1:5000/v2/": dial tcp 127.0.0.1:5000: connect: connection '
+            "refused.\nSee 'docker run --help'.\n",
+            'Get "http://127.0.0.1:5000/v2/": dial tcp 127.0.0.1:5000: connect: connection refused',
+        ),
+        (  # a foreground run: the client may log its own wait after the daemon's reason
+            'docker: Error response from daemon: could not select device driver "" with '
+            'capabilities: [[gpu]].\ntime="2026-12-02T05:01:39Z" level=error msg="error waiting '
+            'for container: context canceled"\n',
+            'could not select device driver "" with capabilities: [[gpu]]',
+        ),
+        ("Error: No such container: x\n", "Error: No such container: x"),
+        ("\n", "docker run failed"),
+    ],
+)
+def test_docker_error_is_the_daemons_reason(stderr, reason):
+    assert docker_error(stderr, "docker run failed") == reason

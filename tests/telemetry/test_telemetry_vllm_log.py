@@ -68,20 +68,22 @@ def test_parse_log_line(line, expected):
 def test_real_serve_log_events(fixture_text):
     events = [e for e in map(v.parse_event, fixture_text(REAL_LOG).splitlines()) if e]
     kinds = [type(e).__name__ for e in events]
-    assert kinds[:7] == [
+    assert kinds[:9] == [
         "WeightsProgress",
         "WeightsProgress",
         "WeightsLoaded",
+        "CompileStarted",  # the CPU model runner's torch.compile warm-up: 29 s of this log
+        "CompileDone",
         "KvCacheSize",
         "EngineInitDone",
         "ServerStarting",
         "StartupComplete",
     ]
-    assert events[3] == v.KvCacheSize(2_097_152, "CPU", 512.0, 4096)
-    assert events[4] == v.EngineInitDone(31.33)
-    assert events[5] == v.ServerStarting("http://127.0.0.1:18000")
+    assert events[5] == v.KvCacheSize(2_097_152, "CPU", 512.0, 4096)
+    assert events[6] == v.EngineInitDone(31.33)
+    assert events[7] == v.ServerStarting("http://127.0.0.1:18000")
     stats = [e for e in events if isinstance(e, v.EngineStats)]
-    assert len(stats) == 6 and kinds[7:] == ["EngineStats"] * 6
+    assert len(stats) == 6 and kinds[9:] == ["EngineStats"] * 6
     busy = stats[4]
     assert (busy.prompt_tps, busy.generation_tps, busy.running, busy.waiting) == (44.4, 982.1, 2, 0)
     assert (busy.kv_device, busy.kv_usage_pct, busy.prefix_hit_pct) == ("CPU", 0.2, 38.1)

@@ -131,6 +131,7 @@ async def test_theme_cycles_and_persists(make_app: Callable[..., CockpitApp]) ->
         assert app.theme == "cockpit-dark"
         await pilot.press("t")
         assert app.theme in app.cockpit_themes and app.theme != "cockpit-dark"
+        await app.workers.wait_for_complete()  # saved in a thread, off the event loop
         assert load_settings(app.settings.path).theme == app.theme
 
 

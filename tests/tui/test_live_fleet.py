@@ -88,6 +88,7 @@ async def test_launch_bench_switch_stop_from_the_keys(
     fleet_factory: Callable[..., SimFleet], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COCKPIT_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("COCKPIT_TIME_SCALE", repr(SPEED))  # the launcher tells the bench its speed
     fleet = fleet_factory(2, speed=SPEED)  # dgx1+dgx2: the 2nodes-dac cluster
     prepare(fleet)
     inventory = load_inventory(fleet.inventory_dir)
@@ -122,7 +123,10 @@ async def test_launch_bench_switch_stop_from_the_keys(
             snap = await until(pilot, "the bench", bench_done, 120)
             bench = next(op for op in snap.ops if op.op == "bench")
             assert bench.ok, bench.summary
-            assert len(snap.bench) == 2 and all(r.tg_tps for r in snap.bench)
+            # at 200x a whole 32-token stream takes about a millisecond of wall time and may
+            # arrive in one read: the bench then says so instead of quoting a rate
+            assert len(snap.bench) == 2
+            assert all(r.tg_tps or "faster-than-physics" in r.flags for r in snap.bench)
             # throughput moved, and the KV pane's prefix-cache hits (warm-prefix points reuse the
             # context's blocks); at 200x speed a request is over between two gauge scrapes
             assert moved["gen"] > 0 and moved["prompt"] > 0 and moved["prefix_hit"] > 0, moved

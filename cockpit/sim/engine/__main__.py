@@ -9,7 +9,7 @@ from cockpit.sim.engine import args, runtime
 
 
 def main() -> None:
-    parsed, _ = args.parse(sys.argv[1:])
+    parsed = args.parse(sys.argv[1:])
     sys.exit(runtime.main(parsed, os.environ))
 
 

@@ -9,16 +9,19 @@ boot of the same model on the same node (compile cache present) skips it.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 
 from cockpit.sim.engine import logs
 from cockpit.sim.engine.args import EngineArgs
-from cockpit.sim.engine.calibration import LaneCalibration
+from cockpit.sim.engine.calibration import GB10_MEMORY_GIB, LaneCalibration
 
 NCCL_INIT_S = 1.2
 """Engine seconds from the process-group line to NCCL's `Init COMPLETE` (all ranks joined)."""
 _TILES = ("128x64x128", "128x128x64", "64x128x128", "256x64x64", "128x256x64", "64x64x256")
+GB10_FREE_GIB = GB10_MEMORY_GIB - 1.6
+"""Free device memory at start as a GB10 reports it (the OS and the driver hold the rest)."""
 _KERNELS = ("mxfp4_moe_gemm", "mxfp8_dense_gemm", "moe_align_block", "fused_act_quant")
 
 
@@ -187,26 +190,82 @@ def _autotune(plan: BootPlan) -> list[LogEvent]:
     return events
 
 
+def compile_cache_dir(plan: BootPlan) -> str:
+    """vLLM's per-model, per-rank torch.compile cache folder (the hash stands for the config)."""
+    key = f"{plan.args.model}|{plan.args.tensor_parallel_size}|{plan.args.compilation_config}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:10]
+    return f"~/.cache/vllm/torch_compile_cache/{digest}/rank_{plan.rank}_0/backbone"
+
+
+def _torch_compile(plan: BootPlan, seconds: float) -> list[LogEvent]:
+    """vLLM's torch.compile of the backbone in the memory profile run (`[backbone]` lines of
+    compilation/monitor.py, backends.py, decorators.py): a first boot traces and compiles, a boot
+    with the compile cache of the model on the node loads the AOT artifact."""
+    w, tag, folder = plan.worker, "[backbone] ", compile_cache_dir(plan)
+    if plan.autotune_cached:
+        return [
+            LogEvent(0.1, "capture", f"{tag}Directly load AOT compilation from path "
+                     f"{folder}/model", w, "decorators.py:319"),
+            LogEvent(seconds - 0.1, "capture", f"{tag}torch.compile took {seconds - 0.1:.2f} s "
+                     "in total", w, "monitor.py:62"),
+        ]  # fmt: skip
+    dynamo, graph = seconds * 0.3, seconds * 0.65
+    budget = plan.args.max_num_batched_tokens
+    return [
+        LogEvent(0.0, "capture", f"{tag}Starting torch.compile", w, "monitor.py:40"),
+        LogEvent(0.1, "capture", f"{tag}Using cache directory: {folder} for vLLM's torch.compile",
+                 w, "backends.py:1104"),
+        LogEvent(dynamo, "capture", f"{tag}Dynamo bytecode transform time: {dynamo:.2f} s", w,
+                 "backends.py:1166"),
+        LogEvent(graph, "capture", f"{tag}Compiling a graph for compile range (1, {budget}) "
+                 f"takes {graph:.2f} s", w, "backends.py:398"),
+        LogEvent(0.0, "capture", f"{tag}torch.compile took {dynamo + graph + 0.1:.2f} s in total",
+                 w, "monitor.py:62"),
+        LogEvent(seconds - dynamo - graph - 0.1, "capture",
+                 f"{tag}saved AOT compiled function to {folder}/model", w, "decorators.py:743"),
+    ]  # fmt: skip
+
+
 def _profile_and_capture(plan: BootPlan) -> list[LogEvent]:
     a, cal, w = plan.args, plan.cal, plan.worker
     used = cal.weights_gib_per_rank + cal.activation_gib
-    events = [
-        LogEvent(cal.profile_s * 0.8, "capture",
-                 f"Initial profiling/warmup run took {cal.profile_s * 0.8:.2f} s", w,
-                 "monitor.py:91"),
-        LogEvent(cal.profile_s * 0.2, "capture",
-                 f"Available KV cache memory: {plan.kv_gib:.2f} GiB", w, "gpu_worker.py:298",
-                 checkpoint="kv_alloc", mem_gib=used + max(plan.kv_gib, 0.0)),
-    ]  # fmt: skip
-    if plan.rank == 0:
-        concurrency = plan.kv_tokens / plan.max_model_len
-        events += [
-            LogEvent(0.1, "capture", f"GPU KV cache size: {plan.kv_tokens:,} tokens",
-                     "EngineCore", "kv_cache_utils.py:1087"),
+    warmup = cal.profile_s * 0.2
+    events = _torch_compile(plan, cal.profile_s * 0.6)
+    events.append(
+        LogEvent(warmup, "capture", f"[backbone] Initial profiling/warmup run took {warmup:.2f} s",
+                 w, "monitor.py:91"),
+    )  # fmt: skip
+    if a.kv_cache_memory_bytes:
+        events.append(
             LogEvent(0.0, "capture",
-                     f"Maximum concurrency for {plan.max_model_len:,} tokens per request: "
-                     f"{concurrency:.2f}x", "EngineCore", "kv_cache_utils.py:1091"),
-        ]  # fmt: skip
+                     f"Initial free memory {GB10_FREE_GIB:.2f} GiB, reserved {plan.kv_gib:.2f} GiB "
+                     "memory for KV Cache as specified by kv_cache_memory_bytes config and skipped "
+                     "memory profiling. This does not respect the gpu_memory_utilization config. "
+                     "Only use kv_cache_memory_bytes config when you want manual control of KV "
+                     "cache memory size. If OOM'ed, check the difference of initial free memory "
+                     "between the current run and the previous run where kv_cache_memory_bytes is "
+                     "suggested and update it correspondingly.", w, "gpu_worker.py:670"),
+        )  # fmt: skip
+    events.append(
+        LogEvent(cal.profile_s * 0.2, "capture",
+                 f"Available KV cache memory: {plan.kv_gib:.2f} GiB", w, "gpu_worker.py:759",
+                 checkpoint="kv_alloc", mem_gib=used + max(plan.kv_gib, 0.0)),
+    )  # fmt: skip
+    if plan.rank == 0:
+        override = a.num_gpu_blocks_override
+        if override is not None:
+            auto = int(cal.kv_pool(a.gpu_memory_utilization)[1] // a.block_size)
+            events.append(
+                LogEvent(0.0, "capture", f"Overriding num_gpu_blocks={auto} with "
+                         f"num_gpu_blocks_override={override}", "EngineCore",
+                         "kv_cache_utils.py:2619"),
+            )  # fmt: skip
+        concurrency = plan.kv_tokens / plan.max_model_len
+        events.append(
+            LogEvent(0.1, "capture", f"GPU KV cache size: {plan.kv_tokens:,} tokens, Maximum "
+                     f"concurrency for {plan.max_model_len:,} tokens per request: "
+                     f"{concurrency:.2f}x", "EngineCore", "kv_cache_utils.py:2327"),
+        )  # fmt: skip
         sizes = a.compilation_config.get("cudagraph_capture_sizes")
         count = len(sizes) if isinstance(sizes, list) and sizes else 51
         for label, share in (("mixed prefill-decode, PIECEWISE", 0.6), ("decode, FULL", 0.4)):
@@ -240,13 +299,16 @@ def serving(plan: BootPlan) -> list[LogEvent]:
     a = plan.args
     events = [
         LogEvent(0.4, "idle", "Supported tasks: ['generate']", "APIServer", "entry.py:136"),
-        LogEvent(0.0, "idle", f"Starting vLLM API server 0 on http://{a.host}:{a.port}",
+        LogEvent(0.0, "idle", f"Starting vLLM server on http://{a.host}:{a.port}",
                  "APIServer", "entry.py:140"),
         LogEvent(0.0, "idle", "Available routes are:", "APIServer", "launcher.py:186"),
     ]  # fmt: skip
     for route, methods in (
         ("/health", "GET"),
+        ("/version", "GET"),
         ("/metrics", "GET"),
+        ("/tokenize", "POST"),
+        ("/detokenize", "POST"),
         ("/v1/models", "GET"),
         ("/v1/chat/completions", "POST"),
         ("/v1/completions", "POST"),

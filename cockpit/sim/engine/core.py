@@ -66,6 +66,7 @@ class EngineCore:
         self._last_output: dict[str, float] = {}
         self._wake = asyncio.Event()
         self.first_request = asyncio.Event()
+        self.first_finished = asyncio.Event()  # a request was answered to its end
 
     def now(self) -> float:
         """Engine seconds since the engine started serving."""
@@ -146,6 +147,7 @@ class EngineCore:
                 reason = request.finish_reason if event.request_id in finished else None
                 queue.put_nowait(Output(event.count, event.first, reason))
         for request in result.finished:
+            self.first_finished.set()
             self.metrics.on_finished(request)
             self._queues.pop(request.request_id, None)
             self._last_output.pop(request.request_id, None)

@@ -13,8 +13,13 @@ Fault names (each prints what the real failure prints, then behaves like it):
 - `hang_after_start`: the engine finishes booting, then its step loop stops: requests are accepted
   and `/health` stays 200 but no token is ever produced; every 60 s of engine time it logs vLLM's
   "No available shared memory broadcast block found" hint and the GPU shows 100 % at low power.
+- `bursty_stream` (read at each request, so it can be switched on a serving lane): SSE streams
+  as a busy host sends them, in bursts of several chunks per write, fewer chunks than tokens, and
+  empty-text chunks that carry token ids (see `server`).
 - `exit_traceback`: once serving, the engine core dies on its first request (or 60 s of engine time
   after startup when no request comes): EngineCore traceback, EngineDeadError, exit 1.
+- `crash_after_probe`: the head serves its first request to the end (a launch's one-token probe
+  passes), then its engine core dies a moment later (0.2 s): the same traceback, exit 1.
 
 A missing or unreadable file means all four HCAs of a Spark and no fault.
 """
@@ -27,7 +32,15 @@ from pathlib import Path
 
 from cockpit.sim.engine.nccl import DEFAULT_HCAS
 
-FAULTS = ("weights_crash", "nccl_timeout", "kv_oom", "hang_after_start", "exit_traceback")
+FAULTS = (
+    "weights_crash",
+    "nccl_timeout",
+    "kv_oom",
+    "hang_after_start",
+    "exit_traceback",
+    "crash_after_probe",
+    "bursty_stream",
+)
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,10 @@ Reads the fleet's environment: `COCKPIT_SIM_NODE` (node name), `COCKPIT_SIM_NODE
 with HCAs and faults, the per-node compile cache under `cache/`, and `gpu_load.json` which this
 process keeps fresh every 0.25 s and removes on exit), `COCKPIT_SIM_SPEED` (engine seconds per
 wall second) and `COCKPIT_SIM_BOOT_SPEED` (the same for the boot phases only, default the speed:
-tests boot lanes fast and still serve at a measurable pace). Every boot and serving duration is
-engine time, slept as `duration / speed` (boot: `/ boot_speed`); the log prints engine time.
+tests boot lanes fast and still serve at a measurable pace), and in a real container
+`COCKPIT_SIM_HOST_PID` (its pid on the host, which nvidia-smi lists). Every boot and serving
+duration is engine time, slept as `duration / speed` (boot: `/ boot_speed`); the log prints
+engine time.
 """
 
 from __future__ import annotations
@@ -26,9 +28,14 @@ from aiohttp import web
 
 from cockpit.sim.engine import boot, faults, gpu_load, logs, nccl
 from cockpit.sim.engine.args import EngineArgs
-from cockpit.sim.engine.calibration import for_lane, model_family, with_model_config
+from cockpit.sim.engine.calibration import (
+    LaneCalibration,
+    for_lane,
+    model_family,
+    with_model_config,
+)
 from cockpit.sim.engine.core import EngineCore
-from cockpit.sim.engine.metrics import EngineMetrics
+from cockpit.sim.engine.metrics import EngineMetrics, cache_config_info
 from cockpit.sim.engine.rendezvous import HeadLink, WorkerLink
 from cockpit.sim.engine.scheduler import Scheduler, SchedulerConfig
 from cockpit.sim.engine.server import AccessLogger, ServerContext, build_app
@@ -55,6 +62,7 @@ class Rank:
     boot_speed: float
     facts: faults.NodeFacts
     pid: int = field(default_factory=os.getpid)
+    gpu_pid: int = 0  # what nvidia-smi lists (the host's pid, in a real container); 0: `pid`
     phase: str = "loading"
     util: float | None = None
     mem_gib: float = 0.0
@@ -85,7 +93,9 @@ class Rank:
     def publish(self) -> None:
         path = self.load_path()
         if path is not None:
-            sample = gpu_load.sample(self.phase, self.util, self.mem_gib, self.pid, _wall())
+            sample = gpu_load.sample(
+                self.phase, self.util, self.mem_gib, self.gpu_pid or self.pid, _wall()
+            )
             gpu_load.publish(path, sample)
 
     def withdraw(self) -> None:
@@ -110,6 +120,7 @@ def build_rank(args: EngineArgs, env: Mapping[str, str]) -> Rank:
         speed=speed,
         boot_speed=_speed(env.get("COCKPIT_SIM_BOOT_SPEED"), speed),
         facts=faults.read_node(node_dir),
+        gpu_pid=int(env.get("COCKPIT_SIM_HOST_PID") or 0),  # set by a real node's GPU hook
     )
 
 
@@ -139,7 +150,7 @@ def make_plan(r: Rank) -> boot.BootPlan:
     family = model_family(r.args.model)
     config = _model_config(r.args.model)
     cal = with_model_config(for_lane(family, r.args.tensor_parallel_size), config)
-    kv_gib, kv_tokens = cal.kv_pool(r.args.gpu_memory_utilization)
+    kv_gib, kv_tokens = kv_pool(r.args, cal)
     marker = _cache_marker(r)
     archs = config.get("architectures")
     arch = archs[0] if isinstance(archs, list) and archs else _ARCH[family]
@@ -152,6 +163,21 @@ def make_plan(r: Rank) -> boot.BootPlan:
         autotune_cached=marker is not None and marker.exists(),
         rank=r.rank,
     )
+
+
+def kv_pool(a: EngineArgs, cal: LaneCalibration) -> tuple[float, int]:
+    """(KV GiB per rank, tokens) as vLLM sizes the pool: `--kv-cache-memory-bytes` when given
+    (the memory profile and `--gpu-memory-utilization` skipped), else the auto pool; then
+    `--num-gpu-blocks-override` fixes the block count whatever the memory would hold."""
+    if a.kv_cache_memory_bytes:
+        gib = a.kv_cache_memory_bytes / 2**30
+        tokens = a.kv_cache_memory_bytes // cal.kv_bytes_per_token
+    else:
+        gib, tokens = cal.kv_pool(a.gpu_memory_utilization)
+    if a.num_gpu_blocks_override is not None:
+        tokens = a.num_gpu_blocks_override * a.block_size
+        gib = tokens * cal.kv_bytes_per_token / 2**30
+    return gib, tokens - tokens % a.block_size
 
 
 async def _publisher(r: Rank, link: HeadLink | None) -> None:
@@ -366,19 +392,21 @@ async def _serve(r: Rank, plan: boot.BootPlan) -> tuple[EngineCore, web.AppRunne
         block_size=a.block_size,
         num_blocks=plan.kv_tokens // a.block_size,
         num_spec_tokens=a.num_spec_tokens,
+        spec_method=a.spec_method,
         graph_max_tokens=a.graph_max_tokens,
         enable_prefix_caching=a.enable_prefix_caching,
     )
-    cache_info = {
-        "block_size": str(a.block_size),
-        "num_gpu_blocks": str(config.num_blocks),
-        "cache_dtype": a.kv_cache_dtype,
-        "enable_prefix_caching": str(a.enable_prefix_caching),
-        "gpu_memory_utilization": str(a.gpu_memory_utilization),
-        "kv_cache_size_tokens": str(plan.kv_tokens),
-        "kv_cache_memory_bytes": str(int(plan.kv_gib * 2**30)),
-        "kv_cache_max_concurrency": f"{plan.kv_tokens / plan.max_model_len:.2f}",
-    }
+    cache_info = cache_config_info(
+        block_size=a.block_size,
+        user_block_size=a.user_block_size,
+        cache_dtype=a.kv_cache_dtype,
+        gpu_memory_utilization=a.gpu_memory_utilization,
+        enable_prefix_caching=a.enable_prefix_caching,
+        num_gpu_blocks=config.num_blocks,
+        num_gpu_blocks_override=a.num_gpu_blocks_override,
+        kv_cache_memory_bytes=a.kv_cache_memory_bytes,
+        max_model_len=plan.max_model_len,
+    )
     metrics = EngineMetrics(a.name, cache_info, plan.max_model_len, a.num_spec_tokens)
     core = EngineCore(Scheduler(plan.cal, config), r.speed, metrics)
     ctx = ServerContext(
@@ -389,6 +417,7 @@ async def _serve(r: Rank, plan: boot.BootPlan) -> tuple[EngineCore, web.AppRunne
         kv_gib=plan.kv_gib,
         lane=plan.cal.key,
         created=int(_wall()),
+        faults=lambda: faults.read_node(r.node_dir).faults,
     )
     runner = web.AppRunner(
         build_app(ctx),
@@ -417,7 +446,11 @@ async def _supervise(r: Rank, core: EngineCore, link: HeadLink, stop: asyncio.Ev
         asyncio.create_task(_stats_ticker(r, core)),
         asyncio.create_task(_follow_core(r, core)),
     ]
-    dying = asyncio.create_task(_exit_fault(r, core)) if r.facts.has("exit_traceback") else None
+    dying = None
+    if r.facts.has("exit_traceback"):
+        dying = asyncio.create_task(_exit_fault(r, core))
+    elif r.facts.has("crash_after_probe"):
+        dying = asyncio.create_task(_crash_after_first(r, core))
     if core.hung:
         tasks.append(asyncio.create_task(_hang_hints(r)))
     waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(link.lost.wait())]
@@ -468,6 +501,21 @@ async def _exit_fault(r: Rank, core: EngineCore) -> None:
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(core.first_request.wait(), HANG_HINT_S / r.speed)
     await r.sleep(0.5)
+    _engine_dead(r)
+
+
+CRASH_AFTER_FIRST_S = 0.2
+"""Wall seconds between the first answered request and the crash of `crash_after_probe`: long
+enough for the answer to reach the client whatever the speed."""
+
+
+async def _crash_after_first(r: Rank, core: EngineCore) -> None:
+    await core.first_finished.wait()
+    await asyncio.sleep(CRASH_AFTER_FIRST_S)
+    _engine_dead(r)
+
+
+def _engine_dead(r: Rank) -> None:
     r.log("EngineCore", "ERROR", "core.py:961", "EngineCore encountered a fatal error.")
     r.bare(faults.engine_dead_traceback())
     r.log(
@@ -508,14 +556,37 @@ def _store_timeout(joined: int, world: int) -> list[str]:
 
 
 def _kv_too_small(plan: boot.BootPlan) -> list[str]:
+    """vLLM 0.32's `_check_enough_kv_cache_memory` refusal (GiB figures as its `format_gib`)."""
+    per_token = plan.cal.kv_bytes_per_token
+    needed = round(plan.max_model_len * per_token / 2**30, 2)
+    available = round(max(plan.kv_gib, 0.0), 2)
+    if plan.kv_tokens <= 0:
+        return [
+            *_kv_traceback(),
+            "ValueError: No available memory for the cache blocks. Try increasing "
+            "`gpu_memory_utilization` when initializing the engine (this flag also controls CPU "
+            "memory reservation on the CPU backend, despite its name). See "
+            "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.",
+        ]
+    estimate = (
+        f"Based on the available memory, the estimated maximum model length is {plan.kv_tokens}. "
+    )
+    return [
+        *_kv_traceback(),
+        f"ValueError: To serve at least one request with the model's max seq len "
+        f"({plan.max_model_len}), ({needed} GiB KV cache is needed, which is larger than the "
+        f"available KV cache memory ({available} GiB). {estimate}Try increasing "
+        "`gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or "
+        "decreasing `max_model_len` when initializing the engine. See "
+        "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.",
+    ]
+
+
+def _kv_traceback() -> list[str]:
     return [
         "Traceback (most recent call last):",
         '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/core/kv_cache_utils.py", '
-        "line 686, in check_enough_kv_cache_memory",
-        f"ValueError: To serve at least one request with the models's max seq len "
-        f"({plan.max_model_len}), KV cache is needed, which is larger than the available KV "
-        f"cache memory ({max(plan.kv_gib, 0.0):.2f} GiB). Try increasing "
-        "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+        "line 1030, in _check_enough_kv_cache_memory",
     ]
 
 

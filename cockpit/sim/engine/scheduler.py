@@ -43,6 +43,7 @@ class SchedulerConfig:
     block_size: int = 16
     num_blocks: int = 1 << 20
     num_spec_tokens: int = 0
+    spec_method: str | None = None
     graph_max_tokens: int = 96
     enable_prefix_caching: bool = True
 
@@ -252,7 +253,7 @@ class Scheduler:
         for request, n, decoding in scheduled:
             if decoding:
                 request.spec_credit += self.cal.acceptance_length(
-                    request.num_computed, self.config.num_spec_tokens
+                    request.num_computed, self.config.num_spec_tokens, self.config.spec_method
                 )
                 emitted = max(1, min(n, math.floor(request.spec_credit)))
                 request.spec_credit -= emitted

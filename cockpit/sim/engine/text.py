@@ -1,17 +1,30 @@
 """Text in and out of the simulated engine: the shipped tokenizer, the chat template, pseudo-words.
 
-The engine tokenises prompts with the same files a client loads (`TOKENIZER_DIR`), so
-`llama-benchy --tokenizer DIR` counts exactly what the engine reports in `usage`. Generated text
-is a deterministic stream of pseudo-words: with the byte-level tokenizer one ASCII character is one
-token, so `count` generated tokens are exactly `count` characters.
+The engine tokenises prompts with the same files a client loads (`TOKENIZER_DIR`, also in every
+simulated model snapshot), so `llama-benchy --tokenizer DIR` counts exactly what the engine
+reports in `usage`. It is a byte-level BPE with a real model's density (tokenizer/build.py).
+
+`encode` gives the tokenizer's ids without going through it for every request: the tokenizer
+splits text at spaces and encodes each piece alone, so ids of pieces are cached and a prompt is
+the concatenation of its pieces' ids; a whole segment (a system message resent with the next
+turn, as benches do for a warm prefix) is cached too. A 256K-token prompt then costs tens of
+milliseconds, not the second the tokenizer takes (whose wall time a client would see multiplied
+by the simulator's speed).
+
+Generated text is a deterministic stream of word tokens, each one token on its own (`pseudo_ids`):
+`count` generated tokens re-encode to exactly `count` ids. The "multibyte" stream mixes in
+characters of two bytes split over two byte tokens: the first decodes to nothing yet, as a real
+server's incremental detokenizer shows with an empty text chunk that still carries its token id.
 """
 
 from __future__ import annotations
 
 import random
 import re
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
 from functools import cache
+from itertools import chain
 from typing import Any
 
 from tokenizers import Tokenizer
@@ -19,15 +32,17 @@ from tokenizers import Tokenizer
 from cockpit.assets import SIM_TOKENIZER_DIR
 
 TOKENIZER_DIR = SIM_TOKENIZER_DIR
-_SYLLABLES = (
+SYLLABLES = (
     "ka", "lo", "mi", "ren", "sa", "tor", "vel", "qui", "dan", "pe", "zu", "mor", "li", "fen",
     "ta", "bri", "no", "shi", "gar", "u", "es", "ol", "ny", "thi",
 )  # fmt: skip
-_STREAM_CHARS = 1 << 16
-
-
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 _SPECIAL_RE = re.compile("(" + "|".join(map(re.escape, SPECIAL_TOKENS)) + ")")
+_STREAM_TOKENS = 1 << 16
+_MULTIBYTE_EVERY = 8
+"""In the multibyte stream, one word in this many is a split two-byte character (" é")."""
+_PIECES_MAX = 500_000
+_SEGMENTS_MAX_CHARS = 16 << 20
 
 
 @cache
@@ -35,43 +50,73 @@ def tokenizer() -> Tokenizer:
     return Tokenizer.from_file(str(TOKENIZER_DIR / "tokenizer.json"))
 
 
-def _byte_symbols() -> dict[int, str]:
-    """GPT-2's byte → printable character map that byte-level BPE vocabularies are written in."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1)]
-    printable += range(ord("®"), ord("ÿ") + 1)
-    symbols = {b: chr(b) for b in printable}
-    extra = 0
-    for b in range(256):
-        if b not in symbols:
-            symbols[b] = chr(256 + extra)
-            extra += 1
-    return symbols
+class _Encoder:
+    """Piece and segment caches in front of the tokenizer (bounded: cleared when full)."""
+
+    def __init__(self) -> None:
+        self.spaced: dict[str, tuple[int, ...]] = {}
+        """Ids of " " + piece, by piece."""
+        self.segments: OrderedDict[str, list[int]] = OrderedDict()
+        self.segment_chars = 0
+
+    def encode(self, text: str) -> list[int]:
+        ids = self.segments.get(text)
+        if ids is not None:
+            self.segments.move_to_end(text)
+            return ids
+        first, *rest = text.split(" ")
+        try:
+            ids = list(chain(self._bare(first), *map(self.spaced.__getitem__, rest)))
+        except KeyError:
+            self._learn(rest)
+            ids = list(chain(self._bare(first), *map(self.spaced.__getitem__, rest)))
+        if len(text) > 4096:
+            self._remember(text, ids)
+        return ids
+
+    def _bare(self, piece: str) -> Sequence[int]:
+        return tokenizer().encode(piece, add_special_tokens=False).ids if piece else ()
+
+    def _learn(self, pieces: Iterable[str]) -> None:
+        missing = list(set(pieces).difference(self.spaced))
+        if len(self.spaced) + len(missing) > _PIECES_MAX:
+            self.spaced.clear()
+        encoded = tokenizer().encode_batch([" " + p for p in missing], add_special_tokens=False)
+        self.spaced.update((p, tuple(e.ids)) for p, e in zip(missing, encoded, strict=True))
+
+    def _remember(self, text: str, ids: list[int]) -> None:
+        self.segments[text] = ids
+        self.segment_chars += len(text)
+        while self.segment_chars > _SEGMENTS_MAX_CHARS and len(self.segments) > 1:
+            old, _ = self.segments.popitem(last=False)
+            self.segment_chars -= len(old)
+
+
+_ENCODER = _Encoder()
 
 
 @cache
-def _tables() -> tuple[bytes, dict[str, int]]:
-    """Byte → id translation table (byte ids are 0..255 in the shipped vocab) and special ids."""
+def _special_ids() -> dict[str, int]:
     tok = tokenizer()
-    by_byte = bytes(tok.token_to_id(symbol) for _, symbol in sorted(_byte_symbols().items()))
-    return by_byte, {s: tok.token_to_id(s) for s in SPECIAL_TOKENS}
+    return {s: tok.token_to_id(s) for s in SPECIAL_TOKENS}
 
 
 def encode(text: str) -> list[int]:
-    """Token ids of `text` with special tokens recognised, as the shipped tokenizer gives them.
-
-    Same ids as `tokenizer().encode(text, add_special_tokens=False)` (a test holds them equal),
-    computed with a byte translation table: a 256K-token `pseudo_text` prompt takes 3-4 ms here
-    against 0.3-0.5 s through the tokenizer (measured 2026-11-29 on the 2-core dev box).
-    """
-    by_byte, specials = _tables()
+    """Token ids of `text` with special tokens recognised, as the shipped tokenizer gives them
+    (`tokenizer().encode(text, add_special_tokens=False).ids`; a test holds them equal)."""
+    specials = _special_ids()
     ids: list[int] = []
     for piece in _SPECIAL_RE.split(text):
         special = specials.get(piece)
         if special is not None:
             ids.append(special)
         elif piece:
-            ids.extend(piece.encode("utf-8").translate(by_byte))
+            ids.extend(_ENCODER.encode(piece))
     return ids
+
+
+def decode(ids: Sequence[int]) -> str:
+    return tokenizer().decode(list(ids), skip_special_tokens=False)
 
 
 def content_text(content: Any) -> str:
@@ -92,23 +137,98 @@ def render_chat(messages: Sequence[dict[str, Any]], add_generation_prompt: bool 
     return text + ("<|im_start|>assistant\n" if add_generation_prompt else "")
 
 
+def _byte_symbols() -> dict[str, int]:
+    """GPT-2's printable character → byte map that byte-level BPE vocabularies are written in."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1)]
+    printable += range(ord("®"), ord("ÿ") + 1)
+    symbols = {chr(b): b for b in printable}
+    extra = 0
+    for b in range(256):
+        if b not in printable:
+            symbols[chr(256 + extra)] = b
+            extra += 1
+    return symbols
+
+
 @cache
-def _stream() -> str:
+def token_bytes() -> dict[int, bytes]:
+    """The bytes each token id stands for (special tokens: their text)."""
+    symbols = _byte_symbols()
+    out = {}
+    for token, index in tokenizer().get_vocab(with_added_tokens=True).items():
+        if token in SPECIAL_TOKENS:
+            out[index] = token.encode()
+        else:
+            out[index] = bytes(symbols[c] for c in token)
+    return out
+
+
+@cache
+def _word_ids() -> tuple[int, ...]:
+    """Tokens that are a space and a word of letters, and that encode back to themselves."""
+    tok, pieces = tokenizer(), token_bytes()
+    words = []
+    for index in sorted(pieces):
+        text = pieces[index].decode("utf-8", "replace")
+        word = len(text) > 2 and text[0] == " " and text[1:].isascii() and text[1:].isalpha()
+        if word and tok.encode(text, add_special_tokens=False).ids == [index]:
+            words.append(index)
+    return tuple(words)
+
+
+@cache
+def _stream(multibyte: bool) -> tuple[tuple[int, ...], frozenset[int]]:
+    """The stream's tokens and the indices where a whole word (or split character) starts."""
     rng = random.Random(20260929)
-    words: list[str] = []
-    size = 0
-    while size < _STREAM_CHARS:
-        word = "".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(1, 3)))
-        words.append(word)
-        size += len(word) + 1
-    return " ".join(words)
+    words = _word_ids()
+    split = tuple(encode(" é")) if multibyte else ()
+    out: list[int] = []
+    starts: set[int] = set()
+    while len(out) + len(split) < _STREAM_TOKENS:
+        starts.add(len(out))
+        if split and rng.randrange(_MULTIBYTE_EVERY) == 0:
+            out.extend(split)
+        else:
+            out.append(rng.choice(words))
+    return tuple(out), frozenset(starts)
+
+
+def pseudo_ids(seed: int, start: int, count: int, multibyte: bool = False) -> list[int]:
+    """Tokens `start`..`start+count` of the request's endless pseudo-word stream (which begins
+    on a whole word, so its text re-encodes to the same ids)."""
+    stream, starts = _stream(multibyte)
+    base = (seed * 7919) % len(stream)
+    while base not in starts:
+        base = (base + 1) % len(stream)
+    offset = (base + start) % len(stream)
+    out = list(stream[offset : offset + count])
+    while len(out) < count:
+        out.extend(stream[: count - len(out)])
+    return out
 
 
 def pseudo_text(seed: int, start: int, count: int) -> str:
-    """Characters `start`..`start+count` of the request's endless pseudo-word stream."""
-    stream = _stream()
-    offset = (seed * 7919 + start) % len(stream)
-    out = stream[offset : offset + count]
-    while len(out) < count:
-        out += " " + stream[: count - len(out) - 1]
-    return out[:count]
+    """The text of `pseudo_ids(seed, start, count)`: `count` tokens once encoded."""
+    pieces = token_bytes()
+    return b"".join(pieces[i] for i in pseudo_ids(seed, start, count)).decode()
+
+
+class IncrementalDecoder:
+    """Text of each new group of tokens, holding back an incomplete UTF-8 character until its
+    last byte arrives (what vLLM's detokenizer sends: an empty text for a partial character)."""
+
+    def __init__(self) -> None:
+        self._pending = b""
+
+    def feed(self, ids: Sequence[int]) -> str:
+        pieces = token_bytes()
+        data = self._pending + b"".join(pieces[i] for i in ids)
+        for cut in range(len(data), max(-1, len(data) - 4), -1):
+            try:
+                text = data[:cut].decode()
+            except UnicodeDecodeError:
+                continue
+            self._pending = data[cut:]
+            return text
+        self._pending = b""
+        return data.decode("utf-8", "replace")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import hashlib
 import json
 import os
 import signal
@@ -23,7 +24,15 @@ import platformdirs
 from cockpit.assets import asset_dir
 from cockpit.errors import CockpitError
 from cockpit.sim.fleet.cleanup import fleet_processes, kill_fleet_processes
-from cockpit.sim.fleet.layout import FleetConfig, FleetLayout, ServerKind, node_host, node_names
+from cockpit.sim.fleet.docker_fleet import DockerFleet
+from cockpit.sim.fleet.layout import (
+    DockerKind,
+    FleetConfig,
+    FleetLayout,
+    ServerKind,
+    node_host,
+    node_names,
+)
 from cockpit.sim.tools.launchers import PROJECT_ROOT
 from cockpit.sim.tools.nodestate import NodeState, Record, pid_alive, write_json_atomic
 
@@ -62,6 +71,7 @@ class SimFleet:
         speed: float = 1.0,
         boot_speed: float | None = None,
         server: ServerKind = "asyncssh",
+        docker: DockerKind = "sim",
         recipes_dir: Path = PROJECT_RECIPES,
         snapshots_dir: Path | None = None,
         link_mbps: float | None = None,
@@ -74,6 +84,7 @@ class SimFleet:
             speed=speed,
             boot_speed=boot_speed,
             server=server,
+            docker=docker,
             recipes_dir=str(Path(recipes_dir).resolve()),
             snapshots_dir=str(Path(snapshots_dir).resolve()) if snapshots_dir else "",
             link_mbps=link_mbps,
@@ -127,6 +138,11 @@ class SimFleet:
         self._check(name)
         return self.layout.node_dir(name)
 
+    @property
+    def real_docker(self) -> DockerFleet | None:
+        """The nodes' Docker daemons and the registry (a fleet started with docker="real")."""
+        return DockerFleet(self.layout, self.names) if self.config.docker == "real" else None
+
     def pid(self) -> int | None:
         try:
             pid = int(self.layout.pid_file.read_text())
@@ -146,12 +162,14 @@ class SimFleet:
 
     # -------------------------------------------------------------- lifecycle
 
-    def start(self, timeout: float = 60.0) -> SimFleet:
-        """Provision and start the fleet in the background; return once every node answers."""
+    def start(self, timeout: float | None = None) -> SimFleet:
+        """Provision and start the fleet in the background; return once every node answers
+        (default timeout: 60 s, 180 s with real Docker: daemons, registry, image builds)."""
+        timeout = timeout or (180.0 if self.config.docker == "real" else 60.0)
         if self.pid() is not None:
             raise FleetError(f"a simulated fleet already runs in {self.root} (pid {self.pid()})")
         self.layout.root.mkdir(parents=True, exist_ok=True)
-        for stale in ("status.json", "control.json", "fleet.json"):
+        for stale in ("status.json", "control.json", "fleet.json", "registry.down"):
             (self.layout.root / stale).unlink(missing_ok=True)
         self.config.save(self.layout.config)
         env = dict(os.environ)
@@ -178,11 +196,16 @@ class SimFleet:
             time.sleep(0.05)
         return self
 
-    def stop(self, timeout: float = 15.0) -> None:
-        """Stop the servers and every process the fleet started; idempotent."""
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop the servers and every process the fleet started (with real Docker: every
+        container, daemon, registry and mount, also when the fleet's daemon was killed);
+        idempotent."""
+        docker = self.real_docker
         pid = self.pid()
         if pid is not None:
-            self._terminate(pid, timeout)
+            self._terminate(pid, timeout or (60.0 if docker else 15.0))
+        if docker is not None:
+            docker.stop()
         kill_fleet_processes(self.root)
         for name in self.names:
             node_dir = self.layout.node_dir(name)
@@ -252,6 +275,21 @@ class SimFleet:
     def start_node(self, name: str, timeout: float = 10.0) -> None:
         self._set_stopped(name, False, timeout)
 
+    # -------------------------------------------------------------- registry
+
+    def set_registry(self, up: bool) -> None:
+        """Bring the simulated registry up or take it down: while it is down every node's
+        `docker pull`, and a `docker run` that needs a manifest, fails as on a real node whose
+        registry does not answer."""
+        if up:
+            self.layout.registry_down.unlink(missing_ok=True)
+        else:
+            self.layout.registry_down.write_text("down\n")
+
+    @property
+    def registry_up(self) -> bool:
+        return not self.layout.registry_down.exists()
+
     # -------------------------------------------------------------- node state
 
     def set_fault(self, node: str, fault: str, on: bool = True) -> None:
@@ -284,6 +322,25 @@ class SimFleet:
         with open(target, "ab") as handle:
             handle.write(b"\n")
         return target
+
+    def corrupt_image(self, node: str, repo: str | None = None) -> str:
+        """Make the node's image held by digest (of `repo`, else the first) another image: same
+        RepoDigests and tags, another id, as when a digest points to a wrong image on a node.
+        Returns the new id."""
+        state = NodeState(self.node_dir(node))
+        with state.locked():
+            images = state.images()
+            image = next(
+                (i for i in images if i["RepoDigests"] and (repo is None or any(
+                    d.split("@")[0] == repo for d in i["RepoDigests"]))),
+                None,
+            )  # fmt: skip
+            if image is None:
+                raise FleetError(f"{node} holds no image by digest{f' of {repo}' * bool(repo)}")
+            wrong = "sha256:" + hashlib.sha256(f"corrupt:{image['Id']}".encode()).hexdigest()
+            image["Id"] = wrong
+            state.write("images.json", images)
+        return wrong
 
     def images(self, node: str) -> list[Record]:
         return NodeState(self.node_dir(node)).images()

@@ -2,8 +2,9 @@
 
 `python -m cockpit.sim.fleet.daemon DIR` reads DIR/fleet-config.json, picks one port free on every
 node address, starts an endpoint per node, writes the inventory, then reports readiness in
-DIR/status.json. SIGHUP re-reads DIR/control.json (nodes held stopped); SIGTERM stops every
-endpoint and every process the fleet started.
+DIR/status.json. With real Docker it first starts a daemon per node and the registry and builds
+the lane images (`docker_fleet`). SIGHUP re-reads DIR/control.json (nodes held stopped); SIGTERM
+stops every endpoint, every Docker daemon and every process the fleet started.
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ from typing import Protocol
 
 from cockpit.pids import pid_exists
 from cockpit.sim.fleet.cleanup import kill_fleet_processes
+from cockpit.sim.fleet.docker_fleet import DockerFleet
 from cockpit.sim.fleet.endpoint import AsyncsshEndpoint
+from cockpit.sim.fleet.lane_images import LaneImage
 from cockpit.sim.fleet.layout import FleetConfig, FleetLayout, node_host, node_names
 from cockpit.sim.fleet.meminfo import refresh_meminfo
-from cockpit.sim.fleet.provision import provision, write_inventory
+from cockpit.sim.fleet.provision import image_specs, node_env, provision, write_inventory
 from cockpit.sim.fleet.sshd import OpensshEndpoint
 from cockpit.sim.tools.node_exec import node_environment
 from cockpit.sim.tools.nodestate import write_json_atomic
@@ -65,6 +68,7 @@ class FleetDaemon:
         self.names = node_names(self.config.nodes)
         self.endpoints: dict[str, Endpoint] = {}
         self.generation = 0
+        self.docker = DockerFleet(self.layout, self.names) if self.config.docker == "real" else None
 
     def _endpoint(self, name: str, port: int) -> Endpoint:
         node_dir = self.layout.node_dir(name)
@@ -80,8 +84,20 @@ class FleetDaemon:
             node_environment(str(node_dir)),
         )
 
+    async def start_docker(self) -> list[LaneImage]:
+        """The nodes' daemons and the registry up, the lane images built and seeded."""
+        assert self.docker is not None
+        hosts = {n: d.host for n, d in self.docker.daemons.items()}
+        envs = {n: node_env(self.layout, self.config, n, hosts[n]) for n in self.names}
+        await asyncio.to_thread(self.docker.start, envs)
+        specs = image_specs(Path(self.config.recipes_dir), self.names)
+        return await asyncio.to_thread(self.docker.seed, specs)
+
     async def start(self) -> None:
-        host_keys = provision(self.layout, self.config)
+        if self.docker is not None:  # a fleet killed earlier in this folder may have left some
+            await asyncio.to_thread(self.docker.stop)
+        host_keys = provision(self.layout, self.config, self.docker)
+        lane_images = await self.start_docker() if self.docker is not None else None
         for attempt in range(PORT_ATTEMPTS):
             port = pick_port([node_host(n, self.config.subnet) for n in self.names])
             self.endpoints = {n: self._endpoint(n, port) for n in self.names}
@@ -93,7 +109,7 @@ class FleetDaemon:
                 if attempt == PORT_ATTEMPTS - 1:
                     raise
         self.refresh_meminfo()  # before the inventory announces the fleet: the first probe reads it
-        write_inventory(self.layout, self.config, port, host_keys)
+        write_inventory(self.layout, self.config, port, host_keys, lane_images)
         await self.reconcile()
 
     async def reconcile(self) -> None:
@@ -169,6 +185,8 @@ class FleetDaemon:
             if meminfo is not None:
                 meminfo.cancel()
             await self.stop_endpoints()
+            if self.docker is not None:
+                await asyncio.to_thread(self.docker.stop)
             kill_fleet_processes(self.layout.root)
             (self.layout.root / "status.json").unlink(missing_ok=True)
 

@@ -3,12 +3,16 @@
 <dir>/
   fleet-config.json   what to run (written by `SimFleet.start`, read by the daemon)
   fleet.json          what runs: nodes -> host/port, user, server kind, links (read by tools)
-  fleet.pid, fleet.log, control.json (nodes held stopped), registry.json (digest -> image id)
+  fleet.pid, fleet.log, control.json (nodes held stopped), registry.json (digest -> image id),
+  registry.down       present while the simulated registry is down
   clusters.toml, *.toml, client_key, known_hosts   the inventory a cockpit points at
   bin/                the node tools (docker, nvidia-smi, ssh, node-exec)
   ssh/                the fleet's internal key and known_hosts (node-to-node ssh), authorized_keys
-  nodes/dgxK/         one node's state (see cockpit.sim.tools.nodestate)
+  nodes/dgxK/         one node's state (see cockpit.sim.tools.nodestate); with real Docker
+                      also its daemon's data (docker/)
   sshd/               OpenSSH configs and pid files (server kind "openssh")
+  gpu-hook/, registry/, nas/   real Docker only: the daemons' GPU hook, the registry's storage,
+                      the model and compile caches every node mounts (as the seed's NAS)
 """
 
 from __future__ import annotations
@@ -19,7 +23,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from cockpit.sim.tools.nodestate import REGISTRY_DOWN
+
 ServerKind = Literal["asyncssh", "openssh"]
+DockerKind = Literal["sim", "real"]
 FIRST_OCTET = 10  # dgxK listens on <subnet>.(FIRST_OCTET + K)
 
 
@@ -45,6 +52,7 @@ class FleetConfig:
     speed: float = 1.0
     boot_speed: float | None = None
     server: ServerKind = "asyncssh"
+    docker: DockerKind = "sim"  # "real": a Docker daemon per node (see docker_fleet)
     recipes_dir: str = ""
     snapshots_dir: str = ""
     link_mbps: float | None = None
@@ -90,6 +98,11 @@ class FleetLayout:
         return self.root / "registry.json"
 
     @property
+    def registry_down(self) -> Path:
+        """Present while the simulated registry is down (see `SimFleet.set_registry`)."""
+        return self.root / REGISTRY_DOWN
+
+    @property
     def bin_dir(self) -> Path:
         return self.root / "bin"
 
@@ -107,6 +120,11 @@ class FleetLayout:
 
     def node_dir(self, name: str) -> Path:
         return self.nodes_dir / name
+
+    @property
+    def nas_dir(self) -> Path:
+        """The caches every node of a real-Docker fleet mounts at the same absolute path."""
+        return self.root / "nas"
 
     def read_fleet(self) -> dict[str, object]:
         try:

@@ -3,6 +3,12 @@
 Seed state (shared/seed §2 "image currently only on dgx5-8"): a SparkRing image sits with its
 digest on the upper half of the fleet (dgx5-8 of eight nodes); every other recipe image on every
 node. Digests and image ids known only by prefix become full values with `derive_hex`.
+
+With real Docker (`FleetConfig.docker == "real"`) the node's `docker` is Debian's client talking
+to the node's own daemon (DOCKER_HOST in the session env), the images are real ones built at start
+(`lane_images`; the same seed state, pulled by digest), and the model cache is one folder every
+node mounts at the same absolute path, as the seed's NAS-backed `/srv/hf-cache` is: a real daemon
+resolves `-v` sources itself, so a relative cache path would be a named (empty) volume.
 """
 
 from __future__ import annotations
@@ -19,21 +25,26 @@ import asyncssh
 import tomli_w
 
 from cockpit.config import load_inventory
+from cockpit.sim.engine.text import TOKENIZER_DIR as ENGINE_TOKENIZER_DIR
+from cockpit.sim.fleet.docker_fleet import DockerFleet
+from cockpit.sim.fleet.lane_images import ImageSpec, LaneImage, rewrite_recipe
 from cockpit.sim.fleet.layout import FleetConfig, FleetLayout, node_host, node_names
 from cockpit.sim.fleet.meminfo import meminfo_path
+from cockpit.sim.fleet.realdocker import DOCKER
 from cockpit.sim.tools.launchers import write_launchers
 from cockpit.sim.tools.nodestate import GIB, NodeState, derive_hex, new_image
 
 SNAPSHOTS = Path(__file__).resolve().parents[1] / "snapshots"
 HCAS = ["rocep1s0f0", "roceP2p1s0f0", "rocep1s0f1", "roceP2p1s0f1"]
-MODEL_CACHE = "hf-cache"  # relative to a node's $HOME, where every session starts
-COMPILE_CACHE = "vllm-cache"
+MODEL_CACHE = "hf-cache"  # in the node's folder; the inventory names it by its absolute path
+COMPILE_CACHE = "vllm-cache"  # in the node's $HOME
 
 
 @dataclass(frozen=True)
 class SeedImage:
     """One recipe image as the simulator materialises it."""
 
+    source_ref: str  # the recipes' reference
     repo: str
     digest: str
     image_id: str
@@ -60,6 +71,7 @@ def seed_images(recipes_dir: Path) -> list[SeedImage]:
         if image.base:
             labels["org.opencontainers.image.base.name"] = image.base
         seen[image.repository + image.digest] = SeedImage(
+            source_ref=image.ref,
             repo=image.repository,
             digest=digest,
             image_id=image_id,
@@ -70,6 +82,21 @@ def seed_images(recipes_dir: Path) -> list[SeedImage]:
             only_upper_half="sparkring" in image.repository,
         )
     return list(seen.values())
+
+
+def holders(image: SeedImage, names: list[str]) -> list[str]:
+    """The nodes that hold `image` in the seed state (a SparkRing image: the upper half)."""
+    return names[len(names) // 2 :] if image.only_upper_half else list(names)
+
+
+def image_specs(recipes_dir: Path, names: list[str]) -> list[tuple[ImageSpec, list[str]]]:
+    """What a real-Docker fleet builds, and the nodes each image is pulled onto."""
+    specs = []
+    for image in seed_images(recipes_dir):
+        tag = image.tags[0].rsplit(":", 1)[-1] if image.tags else "latest"
+        spec = ImageSpec(image.source_ref, image.repo, tag, image.labels, image.entrypoint)
+        specs.append((spec, holders(image, names)))
+    return specs
 
 
 def snapshot_trees(recipes_dir: Path, snapshots: Path) -> list[tuple[str, str, Path]]:
@@ -98,7 +125,9 @@ def public_line(key: asyncssh.SSHKey) -> str:
     return key.export_public_key().decode().strip()
 
 
-def node_env(layout: FleetLayout, config: FleetConfig, name: str) -> dict[str, str]:
+def node_env(
+    layout: FleetLayout, config: FleetConfig, name: str, docker_host: str | None = None
+) -> dict[str, str]:
     """What every session on the node sees (PATH gets COCKPIT_SIM_BIN prepended)."""
     node_dir = layout.node_dir(name)
     env = {
@@ -115,16 +144,23 @@ def node_env(layout: FleetLayout, config: FleetConfig, name: str) -> dict[str, s
         env["COCKPIT_SIM_BOOT_SPEED"] = repr(config.boot_speed)
     if config.link_mbps:
         env["COCKPIT_SIM_LINK_MBPS"] = repr(config.link_mbps)
+    if docker_host:
+        env["DOCKER_HOST"] = docker_host
+        env["COCKPIT_SIM_DOCKER"] = "real"  # image streams are real bytes (the ssh shim's rates)
     return env
 
 
-def provision(layout: FleetLayout, config: FleetConfig) -> dict[str, asyncssh.SSHKey]:
-    """Create every file the fleet needs except those that name the port; return host keys."""
+def provision(
+    layout: FleetLayout, config: FleetConfig, docker: DockerFleet | None = None
+) -> dict[str, asyncssh.SSHKey]:
+    """Create every file the fleet needs except those that name the port; return host keys.
+    With `docker` (a real-Docker fleet) its daemons' socket folders are chosen here too."""
     recipes_dir = Path(config.recipes_dir)
     for stale in (layout.nodes_dir, layout.ssh_dir, layout.sshd_dir, layout.bin_dir):
         shutil.rmtree(stale, ignore_errors=True)
+    shutil.rmtree(layout.nas_dir, ignore_errors=True)
     layout.ssh_dir.mkdir(parents=True)
-    write_launchers(layout.bin_dir)
+    write_launchers(layout.bin_dir, docker_client=DOCKER if docker else None)
     client = generate_key(layout.root / "client_key", "cockpit-sim-client")
     internal = generate_key(layout.ssh_dir / "internal_key", "cockpit-sim-internal")
     (layout.ssh_dir / "authorized_keys").write_text(
@@ -132,23 +168,39 @@ def provision(layout: FleetLayout, config: FleetConfig) -> dict[str, asyncssh.SS
     )
     images = seed_images(recipes_dir)
     registry = {f"{i.repo}@{i.digest}": f"sha256:{i.image_id}" for i in images}
-    layout.registry.write_text(json.dumps(registry, indent=1))
+    layout.registry.unlink(missing_ok=True)
+    if docker is None:  # the simulated docker's registry (a real one serves a real fleet)
+        layout.registry.write_text(json.dumps(registry, indent=1))
     names = node_names(config.nodes)
     host_keys = {}
     trees = snapshot_trees(recipes_dir, Path(config.snapshots_dir or SNAPSHOTS))
+    for name in names:
+        (layout.node_dir(name) / "ssh").mkdir(parents=True)
+    hosts = docker.prepare() if docker else {}
+    if docker:  # one cache for all, as a NAS mounted on every node
+        (layout.nas_dir / "hf-cache" / "hub").mkdir(parents=True)
+        (layout.nas_dir / COMPILE_CACHE).mkdir()
+        for repo, revision, source in trees:
+            copy_snapshot(layout.nas_dir, repo, revision, source)
     for index, name in enumerate(names, start=1):
         node_dir = layout.node_dir(name)
-        (node_dir / "ssh").mkdir(parents=True)
         (node_dir / "containers").mkdir()
         (node_dir / "home" / COMPILE_CACHE).mkdir(parents=True)
-        (node_dir / "hf-cache" / "hub").mkdir(parents=True)
+        if docker:
+            os.symlink(
+                os.path.relpath(layout.nas_dir / "hf-cache", node_dir), node_dir / "hf-cache"
+            )
+        else:
+            (node_dir / "hf-cache" / "hub").mkdir(parents=True)
         os.symlink("../hf-cache", node_dir / "home" / MODEL_CACHE)
         host_keys[name] = generate_key(node_dir / "ssh" / "ssh_host_ed25519_key", name)
         state = NodeState(node_dir)
         upper = index > config.nodes // 2
         state.write(
             "images.json",
-            [
+            []
+            if docker
+            else [
                 new_image(
                     repo=i.repo,
                     image_id=i.image_id,
@@ -165,16 +217,22 @@ def provision(layout: FleetLayout, config: FleetConfig) -> dict[str, asyncssh.SS
         )
         state.write("containers.json", [])
         state.write("node.json", {"hcas": HCAS, "faults": {}})
-        env = node_env(layout, config, name)
+        env = node_env(layout, config, name, hosts.get(name))
         (node_dir / "env").write_text("".join(f"{k}={v}\n" for k, v in env.items()))
-        for repo, revision, source in trees:
+        for repo, revision, source in [] if docker else trees:
             copy_snapshot(node_dir, repo, revision, source)
     return host_keys
 
 
-def copy_snapshot(node_dir: Path, repo: str, revision: str, source: Path) -> None:
-    model_dir = node_dir / "hf-cache" / "hub" / ("models--" + repo.replace("/", "--"))
-    shutil.copytree(source, model_dir / "snapshots" / revision)
+def copy_snapshot(owner_dir: Path, repo: str, revision: str, source: Path) -> None:
+    """Copy a snapshot into `owner_dir/hf-cache` (a node's, or the real-Docker fleet's NAS), with
+    the simulated engine's tokenizer as its own: a bench reads a lane's tokenizer from its
+    snapshot on the node, simulated or not."""
+    model_dir = owner_dir / "hf-cache" / "hub" / ("models--" + repo.replace("/", "--"))
+    target = model_dir / "snapshots" / revision
+    shutil.copytree(source, target)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copyfile(ENGINE_TOKENIZER_DIR / name, target / name)
     (model_dir / "refs").mkdir(exist_ok=True)
     (model_dir / "refs" / "main").write_text(revision)
 
@@ -194,16 +252,25 @@ def fitted_recipe(text: str, clusters: set[str]) -> str | None:
 
 
 def write_inventory(
-    layout: FleetLayout, config: FleetConfig, port: int, host_keys: dict[str, asyncssh.SSHKey]
+    layout: FleetLayout,
+    config: FleetConfig,
+    port: int,
+    host_keys: dict[str, asyncssh.SSHKey],
+    lane_images: list[LaneImage] | None = None,
 ) -> None:
-    """clusters.toml (schema of the project's), known_hosts, recipes, fleet.json."""
+    """clusters.toml (schema of the project's), known_hosts, recipes, fleet.json; with
+    `lane_images` (real Docker) the recipes name those images and the caches are the NAS's."""
     recipes_dir = Path(config.recipes_dir)
     names = node_names(config.nodes)
     project = tomllib.loads((recipes_dir / "clusters.toml").read_text())
     defaults = dict(project.get("defaults", {}))
-    defaults.update(
-        ssh_user=config.user, ssh_port=port, model_cache=MODEL_CACHE, compile_cache=COMPILE_CACHE
-    )
+    real = lane_images is not None
+    defaults.update(ssh_user=config.user, ssh_port=port)
+    if real:  # one folder every node mounts at the same absolute path (a NAS)
+        defaults.update(
+            model_cache=str(layout.nas_dir / MODEL_CACHE),
+            compile_cache=str(layout.nas_dir / COMPILE_CACHE),
+        )
     ssh = dict(project.get("ssh", {}))
     ssh.update(known_hosts="known_hosts", identity_files=["client_key"])
     clusters = {
@@ -215,14 +282,30 @@ def write_inventory(
         "defaults": defaults,
         "ssh": ssh,
         "nodes": {
-            n: {"host": node_host(n, config.subnet), "port": port, "user": config.user}
+            n: {
+                "host": node_host(n, config.subnet),
+                "port": port,
+                "user": config.user,
+                **(
+                    {}
+                    if real
+                    else {  # every node's caches are its own folders: absolute, as docker needs
+                        "model_cache": str(layout.node_dir(n) / MODEL_CACHE),
+                        "compile_cache": str(layout.node_dir(n) / "home" / COMPILE_CACHE),
+                    }
+                ),
+            }
             for n in names
         },
         "clusters": clusters,
     }
     header = (
         f"# Simulated fleet of {config.nodes} nodes on loopback, written by `cockpit sim up`.\n"
-        "# model_cache is relative: every session starts in the node's own $HOME.\n\n"
+        + (
+            "# A real Docker daemon per node; the caches: one folder all nodes mount (a NAS).\n\n"
+            if real
+            else "# Each node's model_cache and compile_cache are its own (absolute) folders.\n\n"
+        )
     )
     (layout.root / "clusters.toml").write_text(header + tomli_w.dumps(document))
     known = "".join(
@@ -230,13 +313,17 @@ def write_inventory(
     )
     (layout.root / "known_hosts").write_text(known)
     (layout.ssh_dir / "known_hosts").write_text(known)
+    built = {image.source_ref: image for image in lane_images or []}
     for recipe in recipes_dir.glob("*.toml"):
         if recipe.name != "clusters.toml":
             text = fitted_recipe(recipe.read_text(), set(clusters))
-            if text is not None:
-                (layout.root / recipe.name).write_text(text)
+            if text is None:
+                continue
+            image = built.get(tomllib.loads(text).get("image", {}).get("ref", ""))
+            (layout.root / recipe.name).write_text(rewrite_recipe(text, image) if image else text)
     fleet = {
         "server": config.server,
+        "docker": config.docker,
         "user": config.user,
         "port": port,
         "speed": config.speed,

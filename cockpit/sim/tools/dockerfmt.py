@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -62,14 +62,22 @@ def human_duration(seconds: float) -> str:
     return f"{int(hours / 24 / 365)} years"
 
 
-def human_size(size: float) -> str:
-    """go-units HumanSizeWithPrecision(size, 3): decimal units, 3 significant digits."""
+def human_size(size: float, precision: int = 3) -> str:
+    """go-units HumanSizeWithPrecision: decimal units, `precision` significant digits (the CLI
+    prints sizes with 3, `VirtualSize` with go-units' HumanSize, i.e. 4)."""
     units = ["B", "kB", "MB", "GB", "TB", "PB"]
     i = 0
     while size >= 1000 and i < len(units) - 1:
         size /= 1000
         i += 1
-    return f"{size:.3g}{units[i]}"
+    return f"{size:.{precision}g}{units[i]}"
+
+
+def go_json(value: Any) -> str:
+    """The template function `json` of Docker 20.10's CLI: compact, keys in the given order,
+    `<`, `>` and `&` escaped as Go's encoder escapes them (later CLIs stopped doing that)."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def parse_time(text: str) -> datetime:
@@ -129,13 +137,13 @@ def _go_text(value: Any) -> str:
     return str(value)
 
 
-def _evaluate(action: str, obj: dict[str, Any]) -> str:
+def _evaluate(action: str, obj: dict[str, Any], labels: Mapping[str, str]) -> str:
     words = re.findall(r'"[^"]*"|\S+', action)
     if not words:
         return ""
     head, args = words[0], words[1:]
     if head == "json":
-        return json.dumps(_lookup(obj, args[0] if args else "."), separators=(",", ":"))
+        return go_json(_lookup(obj, args[0] if args else "."))
     if head == "index" and len(args) == 2:
         container = _lookup(obj, args[0])
         key = args[1].strip('"')
@@ -147,26 +155,41 @@ def _evaluate(action: str, obj: dict[str, Any]) -> str:
     if head == "join" and len(args) == 2:
         return args[1].strip('"').join(str(v) for v in _lookup(obj, args[0]) or [])
     if head == ".Label" and args:
-        labels = obj.get("_labels", {})
         return str(labels.get(args[0].strip('"'), ""))
     return _go_text(_lookup(obj, head))
 
 
-def render_template(template: str, obj: dict[str, Any]) -> str:
+def render_template(
+    template: str, obj: dict[str, Any], labels: Mapping[str, str] | None = None
+) -> str:
     """A Go template subset: `{{json .}}`, `{{.A.B}}`, `{{json .A}}`, `{{index .A 0}}`,
-    `{{join .A ","}}`, `{{.Label "k"}}`; `\\t` and `\\n` escapes as the CLI expands them."""
+    `{{join .A ","}}`, `{{.Label "k"}}` (a method of `docker ps` rows, answered from `labels`:
+    it is no field, so `{{json .}}` does not show it); `\\t` and `\\n` escapes as the CLI
+    expands them."""
     template = template.replace("\\t", "\t").replace("\\n", "\n")
-    return _ACTION.sub(lambda m: _evaluate(m.group(1), obj), template)
+    return _ACTION.sub(lambda m: _evaluate(m.group(1), obj, labels or {}), template)
 
 
-def render_rows(template: str, objects: Sequence[dict[str, Any]], headers: dict[str, str]) -> str:
-    """`--format`: `table ...` prints a header row and aligns columns, anything else a line each."""
+def _header(action: str, headers: dict[str, str]) -> str:
+    words = re.findall(r'"[^"]*"|\S+', action)
+    if len(words) == 2 and words[0] == ".Label":
+        return words[1].strip('"')  # the CLI titles a label column with the label's key
+    return headers.get(action.lstrip("."), action.lstrip(".").upper())
+
+
+def render_rows(
+    template: str,
+    objects: Sequence[dict[str, Any]],
+    headers: dict[str, str],
+    labels: Sequence[Mapping[str, str]] | None = None,
+) -> str:
+    """`--format`: `table ...` prints a header row and aligns columns, anything else a line each;
+    `labels[i]` answers `{{.Label "k"}}` for `objects[i]`."""
+    label_maps = list(labels) if labels is not None else [{}] * len(objects)
+    pairs = list(zip(objects, label_maps, strict=True))
     if template.startswith("table"):
         body = template[len("table") :].strip() or "{{.ID}}"
-        header = _ACTION.sub(
-            lambda m: headers.get(m.group(1).lstrip("."), m.group(1).lstrip(".").upper()),
-            body.replace("\\t", "\t"),
-        )
-        rows = [header.split("\t")] + [render_template(body, o).split("\t") for o in objects]
+        header = _ACTION.sub(lambda m: _header(m.group(1), headers), body.replace("\\t", "\t"))
+        rows = [header.split("\t")] + [render_template(body, o, lm).split("\t") for o, lm in pairs]
         return tabulate(rows)
-    return "".join(render_template(template, o) + "\n" for o in objects)
+    return "".join(render_template(template, o, lm) + "\n" for o, lm in pairs)

@@ -31,6 +31,9 @@ GIB = 1 << 30
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 Record = dict[str, Any]
+REGISTRY_DOWN = "registry.down"
+"""In the fleet folder: present while the simulated registry is down (`cockpit sim registry
+down`); every node's docker then fails to reach it."""
 
 
 def derive_hex(prefix: str, salt: str) -> str:

@@ -125,9 +125,11 @@ def link_rate(fleet: dict[str, object], src: str, dst: str) -> float | None:
 
 def sim_rate(mbps: float | str) -> float:
     """Simulated bytes per second of a real rate in megabits/s of virtual bytes, at this node's
-    COCKPIT_SIM_SPEED."""
+    COCKPIT_SIM_SPEED. A real-Docker node (COCKPIT_SIM_DOCKER=real) streams real image bytes:
+    no scaling then."""
     speed = float(os.environ.get("COCKPIT_SIM_SPEED", "1") or 1)
-    return float(mbps) * 1e6 / 8 * SIM_BYTES_PER_GIB / GIB * speed
+    scale = 1.0 if os.environ.get("COCKPIT_SIM_DOCKER") == "real" else SIM_BYTES_PER_GIB / GIB
+    return float(mbps) * 1e6 / 8 * scale * speed
 
 
 def main(argv: list[str] | None = None) -> int:

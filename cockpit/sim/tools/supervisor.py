@@ -21,6 +21,19 @@ from cockpit.sim.tools.nodestate import NodeState
 if TYPE_CHECKING:
     import subprocess
 
+EXEC_PIDS = "exec.pids"  # per container: the processes `docker exec` started in it
+
+
+def end_execs(container_dir: Path) -> None:
+    """SIGKILL what `docker exec` started in the container: it ends with the main process."""
+    try:
+        pids = [int(p) for p in (container_dir / EXEC_PIDS).read_text().split()]
+    except (OSError, ValueError):
+        return
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
 
 def now_iso() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -36,6 +49,20 @@ def update_state(state: NodeState, cid: str, **fields: object) -> bool:
                 state.write("containers.json", containers)
                 return True
     return False
+
+
+def start_failure(program: str, exc: OSError) -> str:
+    """The daemon's reason when runc cannot exec the container's program."""
+    if "/" not in program and isinstance(exc, FileNotFoundError):
+        cause = f'exec: "{program}": executable file not found in $PATH'
+    else:
+        cause = f'exec: "{program}": {exc.strerror.lower() if exc.strerror else exc}'
+        if isinstance(exc, FileNotFoundError):
+            cause = f'exec: "{program}": stat {program}: no such file or directory'
+    return (
+        "failed to create shim task: OCI runtime create failed: runc create failed: unable to "
+        f"start container process: {cause}: unknown"
+    )
 
 
 def _detach_stdio() -> None:
@@ -75,8 +102,9 @@ def supervise(
             start_new_session=True,
         )
     except OSError as exc:
-        os.write(ready_fd, f"error:{exc.strerror}: {argv[0]}".encode())
-        update_state(state, cid, Status="exited", ExitCode=127, FinishedAt=now_iso())
+        reason = start_failure(argv[0], exc)
+        os.write(ready_fd, f"error:{reason}".encode())
+        update_state(state, cid, ExitCode=127, Error=reason)  # created, never started
         return 127
     finally:
         os.close(out_w)
@@ -87,6 +115,7 @@ def supervise(
     os.close(ready_fd)
     _pump(proc, {out_r: "stdout", err_r: "stderr"}, log_path)
     code = proc.wait()
+    end_execs(state.containers_dir / cid)
     exit_code = 128 - code if code < 0 else code
     still_listed = update_state(
         state,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -27,7 +28,7 @@ from cockpit.tui.screens.confirm import ConfirmScreen
 from cockpit.tui.screens.details import DetailsScreen
 from cockpit.tui.screens.help import HelpScreen
 from cockpit.tui.state.inputs import OpEnded, OpUpdate, RankOnNode
-from cockpit.tui.state.views import FleetSnapshot, LaneView, LogSource
+from cockpit.tui.state.views import FleetSnapshot, LaneView, LogSource, lane_key
 from cockpit.tui.widgets.activity import BenchPane, OpsPane
 from cockpit.tui.widgets.engine import KvPane, ThroughputPane
 from cockpit.tui.widgets.lanes import LanesPane
@@ -180,21 +181,37 @@ class MainScreen(Screen[None]):
     def action_switch(self) -> None:
         self._operate("switch")
 
-    def _operate(self, name: str) -> None:
+    def action_restore(self) -> None:
+        """After a failed switch: launch again what served before it (`restore` binding)."""
+        restorable = getattr(self.cockpit.operations, "restorable", None)
+        target = restorable() if restorable is not None else None
+        if target is None:
+            self.notify("restore: no failed switch to undo", timeout=3)
+            return
+        self._operate("restore", target)
+
+    def _restore_key(self) -> str:
+        key = self.cockpit.keymap_overrides.get("restore")
+        return key or next(b.key for b in MAIN_BINDINGS if b.id == "restore")
+
+    def _operate(self, name: str, target: LaneTarget | None = None) -> None:
         if self.cockpit.readonly and name in NODE_CHANGING:
             self.notify(
                 f"read-only: {name} is disabled (started with --readonly)", severity="warning"
             )
             return
-        lane = self.selected_lane()
-        if lane is None:
-            self.notify("select a lane first (Lanes pane)", severity="warning")
-            return
+        if target is None:
+            selected = self.selected_lane()
+            if selected is None:
+                self.notify("select a lane first (Lanes pane)", severity="warning")
+                return
+            target = LaneTarget(selected.lane, selected.cluster)
+        lane = self.snap.lane(lane_key(target.lane, target.cluster)) if self.snap else None
         ops = self.cockpit.operations
-        if ops is None:
+        if ops is None or lane is None:
             self.notify(f"{name}: no fleet operations in this session", severity="warning")
             return
-        events = getattr(ops, name)(LaneTarget(lane.lane, lane.cluster))
+        events = getattr(ops, name)(target)
         # a plan that asks the nodes takes a second or two: say the key was taken
         planning = self.set_timer(
             PLANNING_NOTICE_S, lambda: self.notify(f"{name} {lane.key}: planning…", timeout=3)
@@ -280,11 +297,11 @@ class MainScreen(Screen[None]):
             self.notify(f"{finished.op}: {finished.summary}")
             return
         refused = finished.exit_code == EXIT_REFUSED
-        self.notify(
-            f"{finished.op} {'refused' if refused else 'failed'}: {finished.summary}",
-            severity="warning" if refused else "error",
-            timeout=OUTCOME_NOTICE_S,
-        )
+        message = f"{finished.op} {'refused' if refused else 'failed'}: {finished.summary}"
+        restorable = getattr(self.cockpit.operations, "restorable", None)
+        if finished.op == "switch" and not refused and restorable and restorable():
+            message += f" — press {self._restore_key()} to restore the previous lane"
+        self.notify(message, severity="warning" if refused else "error", timeout=OUTCOME_NOTICE_S)
 
     async def _roll_back(self, run: int, first: OpEvent, events: AsyncIterator[OpEvent]) -> None:
         """The operation sees the cancellation where it waits and yields its rollback events;
@@ -298,6 +315,15 @@ class MainScreen(Screen[None]):
             pass
         self.notify(f"{first.op} cancelled", severity="warning")
         raise asyncio.CancelledError
+
+    async def cancel_operations(self) -> None:
+        """Cancel every running operation and wait until each has rolled back (SIGTERM)."""
+        running = [w for w in self.workers if w.group == "ops" and w.is_running]
+        for worker in running:
+            worker.cancel()
+        for worker in running:
+            with contextlib.suppress(Exception):
+                await worker.wait()
 
     def action_cancel_op(self) -> None:
         running = [w for w in self.workers if w.group == "ops" and w.is_running]

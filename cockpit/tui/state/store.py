@@ -31,8 +31,9 @@ from cockpit.ops.events import (
     StepStarted,
 )
 from cockpit.plan import plan_lane
+from cockpit.redact import shown
 from cockpit.telemetry.boot import BootPhase, BootState, advance
-from cockpit.telemetry.metrics import EngineMetrics, window
+from cockpit.telemetry.metrics import EngineMetrics, kv_pool_gib, window
 from cockpit.telemetry.nccl_log import TransportTracker
 from cockpit.tui.state.inputs import (
     EngineSampled,
@@ -70,7 +71,6 @@ BENCH_POINTS = 64
 STALE_AFTER_S = 10.0
 DOWN_AFTER_S = 30.0
 """A node whose probe keeps failing this long is DOWN even while its link still connects."""
-_GIB = 1024.0**3
 _BOOT_DONE = (BootPhase.READY,)  # after a failure, a more decisive line may still come
 
 
@@ -229,7 +229,8 @@ class Store:
             eng.kv.append(m.kv_cache_usage)
         ttft = win.ttft if win else None
         boot = self._boot.get(key, BootState())  # the boot log: pool sizes /metrics may lack
-        pool_bytes = m.kv_cache_memory_bytes
+        recipe = self.inventory.recipes.get(item.lane)
+        pool_gib = kv_pool_gib(m, recipe.model.kv_bytes_per_token if recipe else None)
         eng.view = EngineView(
             lane_key=key,
             at=m.at,
@@ -237,7 +238,7 @@ class Store:
             waiting=m.requests_waiting,
             kv_usage=m.kv_cache_usage,
             pool_tokens=m.pool_tokens or boot.kv_pool_tokens,
-            pool_gib=pool_bytes / _GIB if pool_bytes else boot.kv_cache_gib,
+            pool_gib=pool_gib if pool_gib is not None else boot.kv_cache_gib,
             prefix_hit_rate=win.prefix_hit_rate if win else None,
             preemptions_total=m.preemptions,
             prompt_tps=win.prompt_tps if win else None,
@@ -275,7 +276,7 @@ class Store:
         for raw in item.lines:
             self._seq += 1
             level = _level(raw)
-            entry = LogEntry(self._seq, item.node, item.rank, raw, level)
+            entry = LogEntry(self._seq, item.node, item.rank, shown(raw), level)
             if "NCCL " in raw:
                 nccl.tail.append(entry)
                 if level is not None or raw not in seen:  # a repeated INFO line adds nothing
@@ -288,8 +289,9 @@ class Store:
             log.lines.append(entry)
             if boot is not None and boot.phase not in _BOOT_DONE:
                 boot = advance(boot, raw)
-        if boot is not None:
-            self._boot[key] = boot
+        if boot is not None:  # the failed line is shown in the Lanes pane: as every log line
+            failed = boot.failed_line
+            self._boot[key] = replace(boot, failed_line=shown(failed)) if failed else boot
 
     def _bench_point(self, event: PointFinished) -> None:
         spec = event.result.spec

@@ -59,7 +59,7 @@ def throughput_renderable(eng: EngineView, width: int, colours: Palette) -> Grou
         gen = Text(f"{num(eng.gen_tps)} tok/s  DECODE STALL", style=f"bold reverse {colours.error}")
     grid.add_row("generation", gen)
     grid.add_row("prompt", f"{num(eng.prompt_tps)} tok/s")
-    grid.add_row("TTFT", f"p50 {seconds(eng.ttft_p50)}  p95 {seconds(eng.ttft_p95)}")
+    grid.add_row("TTFT server", f"p50 {seconds(eng.ttft_p50)}  p95 {seconds(eng.ttft_p95)}")
     if eng.spec_acceptance is not None:
         grid.add_row("spec accept", pct(eng.spec_acceptance))
     span = max(width - 12, 4)

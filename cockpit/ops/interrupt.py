@@ -1,0 +1,87 @@
+"""SIGINT, SIGTERM and SIGHUP all take an operation's rollback path; a second signal aborts.
+
+`timeout`, systemd and a closed terminal send SIGTERM or SIGHUP, not Ctrl-C: the first of any of
+the three cancels the running command's main task, so every operation unwinds as it does on
+Ctrl-C (a launch removes its ranks, every operation releases its locks). A second signal, while
+that rollback runs, ends the process at once with the signal's default action.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+from cockpit.errors import CockpitError
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+T = TypeVar("T")
+
+
+class Interrupted(CockpitError):
+    """The command was stopped by a signal after its operation rolled back (exit 128 + signal)."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        self.exit_code = 128 + signum
+        name = signal.Signals(signum).name
+        super().__init__(f"interrupted by {name}: the operation rolled back")
+
+
+def abort_now(signum: int) -> None:
+    """End the process with the signal's default action (no cleanup: the operator insisted)."""
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def install(loop: asyncio.AbstractEventLoop, first: Callable[[int], None]) -> Callable[[], None]:
+    """Route the three signals to `first(signum)` once, then to `abort_now`; returns the undo."""
+    received: list[int] = []
+
+    def on_signal(signum: int) -> None:
+        if received:
+            abort_now(signum)
+        received.append(signum)
+        first(signum)
+
+    for sig in SIGNALS:
+        loop.add_signal_handler(sig, on_signal, sig)
+
+    def undo() -> None:
+        for sig in SIGNALS:
+            loop.remove_signal_handler(sig)
+
+    return undo
+
+
+def run_interruptible(main: Coroutine[Any, Any, T]) -> T:
+    """`asyncio.run(main)`, where a signal cancels `main` (it rolls back) and raises Interrupted.
+
+    Signals reach only the main thread: a command run from another thread (a test calling the
+    CLI in a worker thread, an embedding program) runs without the handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        return asyncio.run(main)
+
+    async def runner() -> T:
+        task = asyncio.current_task()
+        assert task is not None
+        received: list[int] = []
+
+        def cancel(signum: int) -> None:
+            received.append(signum)
+            task.cancel()
+
+        undo = install(asyncio.get_running_loop(), cancel)
+        try:
+            return await main
+        except asyncio.CancelledError:
+            if received:
+                raise Interrupted(received[0]) from None
+            raise
+        finally:
+            undo()
+
+    return asyncio.run(runner())

@@ -1,0 +1,92 @@
+"""The real vLLM lane (vLLM's CPU build, a tiny random Llama), launched, watched, benched and
+stopped by the cockpit over SSH like any lane. Slow: the lane boots once per session."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cockpit.bench.artifacts import load_report
+from cockpit.bench.models import FlagKind, Report
+from cockpit.config import load_inventory
+from cockpit.sim.fleet.realvllm import CLUSTER, RECIPE
+from cockpit.ssh.inventory import pool_for
+from cockpit.telemetry.boot import BootPhase, BootState, advance
+from tests.real_vllm import RealLane, cockpit
+
+pytestmark = [pytest.mark.slow, pytest.mark.realvllm, pytest.mark.timeout(1800)]
+CONTAINER = f"cockpit-{RECIPE}-r0"
+
+
+async def _container_log(lane: RealLane) -> list[str]:
+    inventory = load_inventory(lane.inventory)
+    async with pool_for(inventory) as pool:
+        done = await pool.run("dgx1", f"docker logs {CONTAINER} 2>&1", timeout=30)
+    return done.stdout.splitlines()
+
+
+async def test_the_boot_tracker_reads_the_real_log_and_names_the_compile_warm_up(
+    real_lane: RealLane,
+) -> None:
+    assert "ready" in real_lane.launch_output.lower(), real_lane.launch_output
+    phases: list[BootPhase] = []
+    state = BootState()
+    for line in await _container_log(real_lane):
+        state = advance(state, line)
+        if not phases or phases[-1] is not state.phase:
+            phases.append(state.phase)
+    assert phases[-1] is BootPhase.READY, phases
+    assert BootPhase.COMPILING in phases, phases
+    # the minute of torch.compile warm-up is its own phase, before the KV pool is made
+    assert phases.index(BootPhase.COMPILING) < phases.index(BootPhase.READY)
+    assert state.kv_pool_tokens == 2_097_152 and state.hang_hint is None
+
+
+def _bench(lane: RealLane, driver: str, reports: Path) -> Report:
+    done = cockpit(
+        lane.inventory,
+        "bench", "--recipe", RECIPE, "--cluster", CLUSTER, "--label", driver,
+        "--depths", "0,1K", "--concurrency", "1,2", "--pp", "512", "--tg", "32",
+        "--runs", "3", "--driver", driver, "--reports", str(reports),
+        timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    [path] = reports.glob(f"*_{driver}.json")
+    return load_report(path)
+
+
+def test_both_drivers_bench_it_through_the_ssh_forward(real_lane: RealLane, tmp_path: Path) -> None:
+    ours = _bench(real_lane, "builtin", tmp_path / "builtin")
+    theirs = _bench(real_lane, "llama-benchy", tmp_path / "benchy")
+    for report in (ours, theirs):
+        env = report.environment
+        # the lane's own tokenizer, read from its snapshot on the node; the lane's endpoint
+        # (reached through a forward: the report names the lane's address, not the forward)
+        assert "lane snapshot" in env.tokenizer and "cockpit/tiny-llama" in env.tokenizer
+        assert env.endpoint.endswith(":30000") and env.time_scale == 1.0
+        assert "adapt-prompt" in env.prompt_mode and not report.partial
+        assert len(report.points) == 4 and not any(p.skipped for p in report.points)
+        for point in report.points:
+            kinds = {f.kind for f in point.flags}
+            # adapt-prompt with the lane's tokenizer: the engine counts what was intended
+            assert FlagKind.TOKEN_MISMATCH not in kinds
+            assert FlagKind.STREAM_ABOVE_TOTAL not in kinds
+            assert point.inference is not None and point.inference.tg is not None
+            assert point.inference.dropped < 3  # a burst may be dropped, never most runs
+    for a, b in zip(ours.points, theirs.points, strict=True):
+        # the same points; their figures in the same range (bursts counted as decode read ~16x
+        # on tg): the 10 % agreement wants a quiet host, benchmarks/real_lane_agreement.py's
+        assert a.spec == b.spec
+        assert 1 / 3 < (a.tg or 0) / (b.tg or 1) < 3, (a.spec, a.tg, b.tg)
+    usage = {p.spec.depth: p.usage_prompt_tokens for p in ours.points if p.spec.concurrency == 1}
+    assert abs((usage[0] or 0) - 512) <= 8 and abs((usage[1024] or 0) - (1024 + 512)) <= 8, usage
+
+
+def test_stop_removes_it(real_lane: RealLane) -> None:
+    """Last in this file: the session's teardown tolerates a lane already stopped."""
+    done = cockpit(real_lane.inventory, "stop", "--lane", RECIPE, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    status = cockpit(real_lane.inventory, "status", "--format", "json", timeout=60)
+    assert CONTAINER not in status.stdout and json.loads(status.stdout)
