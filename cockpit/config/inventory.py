@@ -136,11 +136,9 @@ def pydantic_problems(
         elif item["type"] == "missing":
             message = "required key is missing"
         elif item["type"] == "value_error":
-            message = f"{item['ctx']['error']} (got {item['input']!r})"
+            message = f"{item['ctx']['error']} (got {got})"
         elif item["type"] == "string_pattern_mismatch":
             message = f"{got} is not allowed here (must match {item['ctx']['pattern']})"
-        elif item["type"] == "value_error":
-            message = f"{item['msg'].removeprefix('Value error, ')} (got {got})"
         else:
             message = f"{item['msg']} (got {got})"
         problems.append(src.problem(loc, message))

@@ -1,6 +1,7 @@
 """A tiny OpenAI-style streaming server for driver tests that need no simulated scheduler.
 
-Tokens are one character each (the shipped byte-level tokenizer); decode runs at `tg_tps` tokens/s
+Prompts are counted in the simulated engine's tokens (the tokenizer the driver tests cut their
+prompts with), plus 10 per message for the chat template; decode runs at `tg_tps` tokens/s
 and prefill at `pp_tps` (wall time); `/metrics` exposes vLLM's counters; `hang` makes every new
 completion hang silently after the headers, as a stuck client or engine would look.
 
@@ -17,6 +18,8 @@ import json
 from dataclasses import dataclass, field
 
 from aiohttp import web
+
+from cockpit.sim.engine.text import encode
 
 MODEL = "fake-model"
 
@@ -70,7 +73,7 @@ class FakeEngine:
     async def chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.requests.append(body)
-        prompt = sum(len(m["content"]) + 10 for m in body["messages"])
+        prompt = sum(len(encode(m["content"])) + 10 for m in body["messages"])
         max_tokens = int(body["max_tokens"])
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
