@@ -258,7 +258,7 @@ def bench_cmd(
             return await _watch(bench(req), table)
         async with pool_for(inventory) as pool:
             lane_req = req
-            model_cache = inventory.model_cache_of(plan.cluster)
+            model_cache = inventory.model_cache_of(plan.cluster, plan.ranks[0].node)  # the head's
             if tokenizer is None and bench_host == "local":
                 found = await lane_tokenizer(pool, plan, model_cache)
                 source = f"{plan.recipe.model.repo}@{plan.recipe.model.revision} (lane snapshot)"

@@ -20,8 +20,8 @@ class BootPhase(StrEnum):
     STARTING = "starting"
     LOADING_WEIGHTS = "loading weights"
     AUTOTUNE = "autotune"
+    PROFILING = "profiling"  # weights loaded: the profile run, inside which torch.compile runs
     COMPILING = "torch.compile warm-up"
-    PROFILING = "profiling"
     CAPTURING_GRAPHS = "capturing graphs"
     STARTING_SERVER = "starting server"
     READY = "ready"

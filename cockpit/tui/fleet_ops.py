@@ -102,7 +102,7 @@ class FleetOperations:
         if tokenizer is None:
             from cockpit.bench.tokenizer import lane_tokenizer
 
-            cache = inventory.model_cache_of(plan.cluster)
+            cache = inventory.model_cache_of(plan.cluster, plan.ranks[0].node)  # the head's
             tokenizer = await lane_tokenizer(self.ctx.pool, plan, cache)
         request = BenchRequest(
             lane=target.lane,
