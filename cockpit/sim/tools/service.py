@@ -56,6 +56,9 @@ WARM_IMPORTS = ("subprocess", "threading", "hashlib", "tarfile", "traceback")
 
 UCRED = struct.Struct("3i")  # SO_PEERCRED: pid, uid, gid
 Tool = Callable[[list[str]], int | None]
+HELD = frozenset({*FORWARDED, signal.SIGCHLD})
+"""Blocked across a fork until the child has its own handlers: a forwarded signal must not run
+the service's (SIGTERM's exits the service). A small set: the mask comes back as enums."""
 
 
 class ProtocolError(Exception):
@@ -200,7 +203,7 @@ def _become_tool(request: Request, libc: ctypes.CDLL | None) -> None:
     for sig in range(1, 32):
         if request.ignored & (1 << sig) and sig not in (signal.SIGKILL, signal.SIGSTOP):
             signal.signal(sig, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD)
     _adopt_caller(request)
     for target in STDIO:
         if target in request.fds:
@@ -319,7 +322,7 @@ class ToolService:
                 conn.sendall(REPLY.pack(REPLY_MAGIC, 127 << 8))
             conn.close()
             return
-        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+        signal.pthread_sigmask(signal.SIG_BLOCK, HELD)
         pid = os.fork()
         if pid == 0:
             code = 1
@@ -328,7 +331,7 @@ class ToolService:
                 code = run_tool(tool, request.argv[1:])
             finally:
                 os._exit(code)
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD)
         for fd in request.fds.values():
             os.close(fd)
         conn.setblocking(False)
