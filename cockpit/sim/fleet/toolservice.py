@@ -1,12 +1,12 @@
 """The fleet's resident tool service and the front-ends on every node's PATH that call it.
 
-A fresh `python -S` per `docker ps` costs ~55-75 ms of CPU; a status round runs several tools per
-node, so at 64 nodes and more the fleet could not answer. The daemon starts one service
-(`cockpit.sim.tools.service`, the tools imported once, a fork per call) before any endpoint
-listens, and bin/{docker,nvidia-smi,ssh} become front-ends that hand it their call:
-copies of a C program compiled once per machine with `cc` (cached by source hash in the user
-cache dir), or small `python -S` scripts where no compiler works. Until the service is ready
-bin/ holds the exec launchers; if it dies, the daemon starts it again (front-ends wait ~3 s).
+A fresh `python -S` per `docker ps` costs ~35 ms of CPU (measured in benchmarks/status_scale.py);
+a status round runs several tools per node, so at 64 nodes and more the fleet could not answer.
+The daemon starts one service (`cockpit.sim.tools.service`, the tools imported once, a fork per
+call) before any endpoint listens, and bin/{docker,nvidia-smi,ssh} become front-ends that hand it
+their call: copies of a C program compiled once per machine with `cc` (cached by source hash in
+the user cache dir), or small `python -S` scripts where no compiler works. Until the service is
+ready bin/ holds the exec launchers; if it dies, the daemon starts it again (front-ends wait ~3 s).
 """
 
 from __future__ import annotations
