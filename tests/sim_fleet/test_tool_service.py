@@ -19,6 +19,7 @@ import pytest
 from cockpit.sim.fleet import SimFleet
 from cockpit.sim.fleet.toolservice import compiled_frontend, write_frontend
 from cockpit.sim.tools.callproto import SERVICE_GONE, SOCKET_NAME
+from cockpit.sim.tools.frontend import send_request
 from cockpit.sim.tools.launchers import PROJECT_ROOT
 from tests.fleet_fixtures import connect
 
@@ -316,3 +317,25 @@ async def test_a_fleets_tools_are_front_ends_of_a_service_that_comes_back(
         assert gpu.stdout.strip() == "NVIDIA GB10"  # answered by the service started again
     assert int(fleet.layout.tools_pid.read_text()) != first
     assert fleet.leftover_processes() == []  # the service is the fleet's, not a leftover
+
+
+class _SentAllThenClosed:
+    """A connection that takes the whole request at once, then finds its peer gone."""
+
+    def __init__(self) -> None:
+        self.sent: list[bytes] = []
+
+    def sendmsg(self, buffers: list[bytes], ancillary: object) -> int:
+        self.sent.extend(buffers)
+        return sum(len(b) for b in buffers)
+
+    def sendall(self, data: bytes) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_request_sent_whole_sends_nothing_more() -> None:
+    """Seen under load: the tool had answered and the service closed the connection before the
+    Python front-end's trailing `sendall(b"")`, which failed the call with EPIPE."""
+    sock = _SentAllThenClosed()
+    send_request(sock, b"request", [0, 1, 2])  # type: ignore[arg-type]
+    assert sock.sent == [b"request"]

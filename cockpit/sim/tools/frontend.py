@@ -55,6 +55,17 @@ def _environment() -> list[bytes]:
         return [entry for entry in initial.read().split(b"\0") if entry]
 
 
+def send_request(sock: _socket.socket, request: bytes, fds: list[int]) -> None:
+    """The request, the descriptors with its first byte. Nothing more is sent once it is all
+    out: a quick tool may have ended and the service closed the connection meanwhile (a send of
+    zero bytes would then fail with EPIPE)."""
+    sent = sock.sendmsg(
+        [request], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, array.array("i", fds))]
+    )
+    if sent < len(request):
+        sock.sendall(request[sent:])
+
+
 def _ignored() -> int:
     mask = 0
     for sig in range(1, 32):
@@ -93,10 +104,7 @@ def main(tool: str, fleet_dir: str) -> None:
         ignored=ignored,
     )
     try:
-        sent = sock.sendmsg(
-            [request], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, array.array("i", fds))]
-        )
-        sock.sendall(request[sent:])
+        send_request(sock, request, fds)
     except OSError as exc:
         _fail(tool, "send", exc)
     os.close(cwd)
