@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cockpit.sim.fleet import SimFleet, default_dir
+from cockpit.sim.fleet.layout import MAX_NODES
 from cockpit.sim.fleet.realdocker import RealDockerError
 from cockpit.sim.tools.nodestate import NodeState
 
@@ -32,7 +33,9 @@ def _root(root: Path | None) -> Path:
 def _fleet_options(func: click.decorators.FC) -> click.decorators.FC:
     for option in reversed(
         [
-            click.option("--nodes", type=click.IntRange(1, 64), default=8, show_default=True),
+            click.option(
+                "--nodes", type=click.IntRange(1, MAX_NODES), default=8, show_default=True
+            ),
             click.option(
                 "--speed",
                 type=click.FloatRange(min=0.01),

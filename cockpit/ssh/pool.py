@@ -104,6 +104,7 @@ class SshPool:
         self._forwards: dict[
             tuple[str, str, int], tuple[asyncssh.SSHClientConnection, asyncssh.SSHListener]
         ] = {}
+        self._known: tuple[Path, int, asyncssh.SSHKnownHosts] | None = None
 
     async def __aenter__(self) -> Self:
         return self
@@ -155,9 +156,7 @@ class SshPool:
                     address.host,
                     address.port or (),
                     username=address.user or (),
-                    known_hosts=str(Path(kh).expanduser())
-                    if (kh := self._settings.known_hosts)
-                    else (),
+                    known_hosts=self._known_hosts(),
                     client_keys=[str(Path(p).expanduser()) for p in ids]
                     if (ids := self._settings.identity_files)
                     else (),
@@ -182,6 +181,17 @@ class SshPool:
         self._errors.pop(node, None)
         self._states[node] = self._states[node].connected()
         return conn
+
+    def _known_hosts(self) -> asyncssh.SSHKnownHosts | tuple[()]:
+        """The configured known_hosts, parsed once per version of the file (asyncssh would
+        parse the whole file again for every connection: quadratic in the fleet's size)."""
+        if not self._settings.known_hosts:
+            return ()  # asyncssh's default, ~/.ssh/known_hosts
+        path = Path(self._settings.known_hosts).expanduser()
+        mtime = path.stat().st_mtime_ns
+        if self._known is None or self._known[:2] != (path, mtime):
+            self._known = (path, mtime, asyncssh.read_known_hosts(str(path)))
+        return self._known[2]
 
     def _explain(self, address: NodeAddress, exc: Exception, timeout: float) -> NodeUnreachable:
         node, where = address.name, f"{address.host}:{address.port or 22}"

@@ -3,6 +3,8 @@
 Every session and container on a node carries `COCKPIT_SIM_FLEET_DIR=<fleet dir>` in its
 environment (sessions inherit the node env, containers the session's), so the fleet's processes
 are exactly those whose /proc/PID/environ holds that entry: pid reuse cannot fool the check.
+The resident tool service carries it too (its forked tools inherit its environ block), but it is
+the fleet's own machinery, like the daemon: only a teardown counts and ends it.
 """
 
 from __future__ import annotations
@@ -14,12 +16,17 @@ import time
 from pathlib import Path
 
 
-def fleet_processes(root: Path) -> list[int]:
-    """Pids of live processes started on the fleet at `root` (this process excluded)."""
+def fleet_processes(root: Path, *, service: bool = False) -> list[int]:
+    """Pids of live processes started on the fleet at `root` (this process excluded; the tool
+    service only with `service`)."""
     marker = f"COCKPIT_SIM_FLEET_DIR={root}".encode()
+    skip = {os.getpid()}
+    if not service:
+        with contextlib.suppress(OSError, ValueError):
+            skip.add(int((root / "tools.pid").read_text()))
     found = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+        if not entry.name.isdigit() or int(entry.name) in skip:
             continue
         try:
             environ = (entry / "environ").read_bytes()
@@ -35,8 +42,12 @@ def kill_fleet_processes(root: Path, grace_s: float = 1.0) -> None:
     """SIGTERM the fleet's processes, then SIGKILL whatever is left after `grace_s`."""
     deadline = time.monotonic() + grace_s
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in fleet_processes(root):
+        for pid in fleet_processes(root, service=True):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
-        while sig == signal.SIGTERM and time.monotonic() < deadline and fleet_processes(root):
+        while (
+            sig == signal.SIGTERM
+            and time.monotonic() < deadline
+            and fleet_processes(root, service=True)
+        ):
             time.sleep(0.05)

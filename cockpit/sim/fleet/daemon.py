@@ -1,10 +1,11 @@
 """The background process of a simulated fleet: provisions it and serves its SSH endpoints.
 
 `python -m cockpit.sim.fleet.daemon DIR` reads DIR/fleet-config.json, picks one port free on every
-node address, starts an endpoint per node, writes the inventory, then reports readiness in
-DIR/status.json. With real Docker it first starts a daemon per node and the registry and builds
-the lane images (`docker_fleet`). SIGHUP re-reads DIR/control.json (nodes held stopped); SIGTERM
-stops every endpoint, every Docker daemon and every process the fleet started.
+node address, starts the node tool service and an endpoint per node, writes the inventory, then
+reports readiness in DIR/status.json. With real Docker it first starts a daemon per node and the
+registry and builds the lane images (`docker_fleet`). SIGHUP re-reads DIR/control.json (nodes held
+stopped); SIGTERM stops every endpoint, the tool service, every Docker daemon and every process the
+fleet started.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import resource
 import signal
 import socket
 import sys
@@ -29,6 +31,7 @@ from cockpit.sim.fleet.layout import FleetConfig, FleetLayout, node_host, node_n
 from cockpit.sim.fleet.meminfo import refresh_meminfo
 from cockpit.sim.fleet.provision import image_specs, node_env, provision, write_inventory
 from cockpit.sim.fleet.sshd import OpensshEndpoint
+from cockpit.sim.fleet.toolservice import ToolService
 from cockpit.sim.tools.node_exec import node_environment
 from cockpit.sim.tools.nodestate import write_json_atomic
 
@@ -69,6 +72,7 @@ class FleetDaemon:
         self.endpoints: dict[str, Endpoint] = {}
         self.generation = 0
         self.docker = DockerFleet(self.layout, self.names) if self.config.docker == "real" else None
+        self.tools = ToolService(self.layout) if self.config.tools == "service" else None
 
     def _endpoint(self, name: str, port: int) -> Endpoint:
         node_dir = self.layout.node_dir(name)
@@ -97,6 +101,8 @@ class FleetDaemon:
         if self.docker is not None:  # a fleet killed earlier in this folder may have left some
             await asyncio.to_thread(self.docker.stop)
         host_keys = provision(self.layout, self.config, self.docker)
+        if self.tools is not None:
+            await self.tools.start()
         lane_images = await self.start_docker() if self.docker is not None else None
         for attempt in range(PORT_ATTEMPTS):
             port = pick_port([node_host(n, self.config.subnet) for n in self.names])
@@ -168,9 +174,12 @@ class FleetDaemon:
         loop.add_signal_handler(signal.SIGHUP, wake.set)
         watcher = asyncio.create_task(self.watch_owner(done))
         meminfo: asyncio.Task[None] | None = None
+        tools: asyncio.Task[None] | None = None
         try:
             await self.start()
             meminfo = asyncio.create_task(self.keep_meminfo())
+            if self.tools is not None:
+                tools = asyncio.create_task(self.tools.keep())
             while not done.is_set():
                 waiter = asyncio.ensure_future(wake.wait())
                 stopper = asyncio.ensure_future(done.wait())
@@ -182,17 +191,28 @@ class FleetDaemon:
                     await self.reconcile()
         finally:
             watcher.cancel()
-            if meminfo is not None:
-                meminfo.cancel()
+            for task in (meminfo, tools):
+                if task is not None:
+                    task.cancel()
             await self.stop_endpoints()
+            if self.tools is not None:
+                await self.tools.stop()
             if self.docker is not None:
                 await asyncio.to_thread(self.docker.stop)
             kill_fleet_processes(self.layout.root)
             (self.layout.root / "status.json").unlink(missing_ok=True)
 
 
+def raise_fd_limit() -> None:
+    """Up to the hard limit: at 256 nodes a status round alone holds ~1,000 descriptors here
+    (a listener, a connection and a session's three pipes per node)."""
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
 def main() -> None:
     root = Path(sys.argv[1]).resolve()
+    raise_fd_limit()
     layout = FleetLayout(root)
     layout.pid_file.write_text(str(os.getpid()))
     try:

@@ -7,6 +7,7 @@
   registry.down       present while the simulated registry is down
   clusters.toml, *.toml, client_key, known_hosts   the inventory a cockpit points at
   bin/                the node tools (docker, nvidia-smi, ssh, node-exec)
+  tools.sock, tools.pid   the resident service behind the first three (fleet.toolservice)
   ssh/                the fleet's internal key and known_hosts (node-to-node ssh), authorized_keys
   nodes/dgxK/         one node's state (see cockpit.sim.tools.nodestate); with real Docker
                       also its daemon's data (docker/)
@@ -27,7 +28,10 @@ from cockpit.sim.tools.nodestate import REGISTRY_DOWN
 
 ServerKind = Literal["asyncssh", "openssh"]
 DockerKind = Literal["sim", "real"]
+ToolsKind = Literal["service", "exec"]  # node tools: front-ends of the resident service, or
+# a fresh `python -S` per call (the launchers; kept to measure against)
 FIRST_OCTET = 10  # dgxK listens on <subnet>.(FIRST_OCTET + K)
+MAX_NODES = 256  # one daemon, one tool service; measured in benchmarks/status_scale.py
 
 
 def node_names(count: int) -> list[str]:
@@ -35,13 +39,18 @@ def node_names(count: int) -> list[str]:
 
 
 def node_host(name: str, subnet: str) -> str:
-    return f"{subnet}.{FIRST_OCTET + int(name.removeprefix('dgx'))}"
+    """<subnet>.(FIRST_OCTET + K); past .255 the count goes on in the next /24 (dgx246 is
+    <subnet + 1>.0), which `random_subnet` keeps for the same fleet."""
+    a, b, c = subnet.split(".")
+    octets = int(c) * 256 + FIRST_OCTET + int(name.removeprefix("dgx"))
+    return f"{a}.{b}.{octets // 256}.{octets % 256}"
 
 
 def random_subnet() -> str:
-    """A /24 of its own inside 127.0.0.0/8, so fleets running side by side (two test runs, a demo
-    and a test) never share an address: their serve and rendezvous ports cannot collide."""
-    return f"127.{secrets.randbelow(254) + 1}.{secrets.randbelow(256)}"
+    """A /23 of its own inside 127.0.0.0/8 (named by its first /24), so fleets running side by
+    side (two test runs, a demo and a test) never share an address: their serve and rendezvous
+    ports cannot collide."""
+    return f"127.{secrets.randbelow(254) + 1}.{2 * secrets.randbelow(128)}"
 
 
 @dataclass
@@ -53,6 +62,7 @@ class FleetConfig:
     boot_speed: float | None = None
     server: ServerKind = "asyncssh"
     docker: DockerKind = "sim"  # "real": a Docker daemon per node (see docker_fleet)
+    tools: ToolsKind = "service"
     recipes_dir: str = ""
     snapshots_dir: str = ""
     link_mbps: float | None = None
@@ -88,6 +98,10 @@ class FleetLayout:
     @property
     def log_file(self) -> Path:
         return self.root / "fleet.log"
+
+    @property
+    def tools_pid(self) -> Path:
+        return self.root / "tools.pid"
 
     @property
     def control(self) -> Path:

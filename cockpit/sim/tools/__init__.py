@@ -1,5 +1,6 @@
 """The simulated node's tools (docker, nvidia-smi, ssh, the exec wrapper).
 
-Each runs as a short-lived process on every command a client sends, so these modules import the
-standard library only and stay quick to start (launched with `python -S`).
+A fleet's resident tool service (`service`) imports them once and forks a child per command a
+client sends; the exec launchers start them with `python -S`. Either way these modules import the
+standard library only.
 """
