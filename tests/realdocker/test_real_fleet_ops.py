@@ -168,7 +168,8 @@ async def test_sync_launch_switch_stop_on_real_docker(fleet: SimFleet, tmp_path:
         assert head["Config"]["Image"] == ref and head["Image"] == image_id
         assert head["HostConfig"]["DeviceRequests"][0]["Capabilities"] == [["gpu"]]
         assert sorted(m["Destination"] for m in head["Mounts"]) == [
-            "/root/.cache/huggingface", "/root/.cache/vllm",
+            "/root/.cache/huggingface",
+            "/root/.cache/vllm",
         ], "the GPU hook's mounts must not show"  # fmt: skip (the daemon's order varies)
         logs = {node for node, command in seen.streams if command.startswith("docker logs -f")}
         assert logs == set(fleet.names)
