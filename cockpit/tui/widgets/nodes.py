@@ -35,7 +35,7 @@ def _health(node: NodeView, colours: Palette) -> Text:
 def _rank(rank: RankOnNode) -> str:
     name = f"{rank.lane.split('-sparkring')[0]}/r{rank.rank}"
     if rank.running:
-        return name
+        return f"{name} ORPHANED" if rank.orphaned else name
     return f"{name} exited" + (f" ({rank.exit_code})" if rank.exit_code is not None else "")
 
 
@@ -46,7 +46,12 @@ def node_row(node: NodeView, colours: Palette) -> tuple[Text, ...]:
     style = colours.muted if dim else ""
     down = node.health is NodeHealth.DOWN
     gpu, mem = (None, None) if down else (node.gpu, node.memory)
-    ranks = "?" if down else ", ".join(_rank(r) for r in node.ranks) or "–"
+    if down:
+        ranks = "?"
+    elif not node.ranks_known:
+        ranks = "…"  # its container list has not come yet: "–" would say it runs nothing
+    else:
+        ranks = ", ".join(_rank(r) for r in node.ranks) or "–"
     memory = "–"
     if mem:
         uma = " UMA" if mem.source == "meminfo" else ""  # unified memory: the OS view
