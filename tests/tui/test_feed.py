@@ -12,8 +12,9 @@ from cockpit.ops.locks import LockRecord
 from cockpit.ops.ownership import holder_check, new_marker
 from cockpit.ssh import Link, NodeState, SshPool
 from cockpit.status.probe import NodeFacts, Section
+from cockpit.telemetry.docker_out import exit_code
 from cockpit.telemetry.gpu import GpuSample
-from cockpit.tui.feeds.fleet import FleetFeed, exit_code, lane_containers, node_input
+from cockpit.tui.feeds.fleet import FleetFeed, lane_containers, node_input
 from cockpit.tui.state import NodeLost, NodeSampled, RankLines, RankOnNode
 from tests.tui import scene
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import socket
 import time
 from collections import deque
@@ -35,7 +34,7 @@ from cockpit.plan import plan_lane
 from cockpit.ssh import Link, NodeState, SshError, SshPool
 from cockpit.status.poller import FleetPoller
 from cockpit.status.probe import NodeFacts, Pace
-from cockpit.telemetry.docker_out import image_with_digest, lane_of
+from cockpit.telemetry.docker_out import exit_code, image_with_digest, lane_of
 from cockpit.telemetry.gpu import node_memory_view
 from cockpit.telemetry.metrics import parse_metrics
 from cockpit.tui.state.inputs import (
@@ -56,15 +55,6 @@ LOG_TAIL = 500  # lines of history fetched when a container's log is first follo
 LOG_BUFFER = 1000  # newest lines kept per container between two ticks (10k lines/s each)
 SCRAPE_S = 2.0
 SCRAPE_TIMEOUT_S = 3.0
-
-
-_EXIT_RE = re.compile(r"^Exited \((-?\d+)\)")
-
-
-def exit_code(status: str | None) -> int | None:
-    """The exit code in `docker ps`'s status text (`Exited (137) 5 seconds ago`)."""
-    match = _EXIT_RE.match(status or "")
-    return int(match.group(1)) if match else None
 
 
 def lane_containers(
