@@ -8,6 +8,7 @@ from textual.message import Message
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
+from cockpit.redact import shown
 from cockpit.tui.render import num, sparkline
 from cockpit.tui.state.inputs import RankOnNode
 from cockpit.tui.state.views import FleetSnapshot, NodeHealth, NodeView, fmt_duration
@@ -33,7 +34,8 @@ def _health(node: NodeView, colours: Palette) -> Text:
 
 
 def _rank(rank: RankOnNode) -> str:
-    name = f"{rank.lane.split('-sparkring')[0]}/r{rank.rank}"
+    """`lane/rN`: the lane as the container's label names it (a node's text: shown safely)."""
+    name = shown(f"{rank.lane.split('-sparkring')[0]}/r{rank.rank}")
     if rank.running:
         return f"{name} ORPHANED" if rank.orphaned else name
     return f"{name} exited" + (f" ({rank.exit_code})" if rank.exit_code is not None else "")
