@@ -86,7 +86,6 @@ class FleetOperations:
         from cockpit.bench.run import BenchRequest, bench, beyond_context, default_points
         from cockpit.ops.readiness import base_url
 
-        self.ctx.pool.retry_now()
         inventory = self.ctx.inventory
         plan = plan_lane(
             inventory, inventory.recipe(target.lane), inventory.cluster(target.cluster)
@@ -107,6 +106,7 @@ class FleetOperations:
             + (f" ({len(skipped)} beyond the lane's context skipped)" if skipped else "")
             + f", {BENCH_RUNS} run(s) each, report in {self.reports_dir}",
         )
+        self.ctx.pool.retry_now()  # after the plan: it needs no node
         url = await base_url(self.ctx.pool, plan)
         tokenizer = self.tokenizer_dir
         if tokenizer is None:
