@@ -64,7 +64,8 @@ def observed(base: LaneView, seen: Observed) -> LaneView:
     No container: stopped (unknown when the nodes that could hold one cannot say). A rank that
     exited: failed, with its exit code. Every rank running and the head's engine answering:
     serving. Otherwise booting, with the phase the head's log reached, or unresponsive when an
-    engine that answered stopped answering.
+    engine that answered stopped answering. Whatever the state, running ranks that no cockpit
+    looks after (`RankOnNode.orphaned`) mark the lane orphaned, with each node's reason.
     """
     running = seen.running
     note = _cannot_tell(seen.unknown, seen.down) if seen.unknown and seen.ranks else ""
