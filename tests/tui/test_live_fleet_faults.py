@@ -112,7 +112,7 @@ async def test_a_launch_killed_mid_boot_is_orphaned_in_the_tui_and_s_stops_it(
             cells = {n.name: node_row(n, PLAIN)[2].plain for n in snap.nodes}
             assert cells == {"dgx1": f"{QWEN}/r0 ORPHANED", "dgx2": f"{QWEN}/r1 ORPHANED"}
             foot = str(app.screen.query_one("#lanes").border_subtitle)
-            assert foot == f"ORPHANED {KEY}: s stops it (cockpit stop --lane {QWEN})"
+            assert foot == f"ORPHANED: s on its row stops it (cockpit stop --lane {QWEN})"
 
             await press_on_lane(pilot, QWEN, "s")
             await pilot.press("y")

@@ -410,7 +410,7 @@ async def test_an_orphaned_lane_is_shown_with_its_stop_and_s_stops_it(
         await until(pilot, "the orphan", lambda: "ORPHANED" in lane_state(app, SERVING))
         assert lane_state(app, SERVING) == "ORPHANED · serving"
         assert str(lanes.border_subtitle) == (
-            f"ORPHANED {SERVING}: s stops it (cockpit stop --lane {scene.LANE})"
+            f"ORPHANED: s on its row stops it (cockpit stop --lane {scene.LANE})"
         )
         assert row(app, "dgx5")[2] == "mimo26-flash-mopd-4x/r0 ORPHANED"
         assert row(app, "dgx1")[2] == "–"  # another node's cell says nothing of it

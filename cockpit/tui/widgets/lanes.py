@@ -20,12 +20,10 @@ def _clip(text: str, width: int) -> str:
 
 
 def orphans_line(lanes: tuple[LaneView, ...]) -> str:
-    """The pane's foot while a lane runs with no cockpit looking after it: what stops it."""
-    orphans = [lane for lane in lanes if lane.orphaned]
-    if not orphans:
-        return ""
-    fixes = "; ".join(dict.fromkeys(lane.stop_fix for lane in orphans))
-    return f"ORPHANED {', '.join(lane.key for lane in orphans)}: s stops it ({fixes})"
+    """The pane's foot while a lane runs with no cockpit looking after it: what stops it (its
+    row says which lane; lane keys would not fit beside the command at 160 columns)."""
+    fixes = ", ".join(dict.fromkeys(lane.stop_fix for lane in lanes if lane.orphaned))
+    return f"ORPHANED: s on its row stops it ({fixes})" if fixes else ""
 
 
 class LanesPane(Pane):
