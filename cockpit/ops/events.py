@@ -7,8 +7,10 @@ events, and always ends with exactly one `Finished` (ok or not, with the exit co
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, fields
-from enum import StrEnum
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, is_dataclass, replace
+from enum import Enum, StrEnum
+from typing import Any
 
 from cockpit.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED
 from cockpit.redact import shown
@@ -31,11 +33,38 @@ class OpEvent:
 
     def __post_init__(self) -> None:
         """Every text of every event goes through the redactor (secrets hidden, control and
-        bidi characters escaped): the CLI, the TUI and the logs print events as they are."""
+        bidi characters escaped), the texts of what it carries too (a bench warning's flag and
+        hang forensics, a finished point's flags): the CLI, the TUI and the logs print events
+        as they are."""
         for item in fields(self):
             value = getattr(self, item.name)
-            if isinstance(value, str) and value:
-                object.__setattr__(self, item.name, shown(value))
+            safe = _shown_in(value)
+            if safe is not value:
+                object.__setattr__(self, item.name, safe)
+
+
+def _shown_in(value: Any) -> Any:
+    """`value` with every text in it as `shown` prints it: the same object when none changes.
+    Enum members (a flag's kind) are names, not texts: left as they are."""
+    if isinstance(value, Enum):
+        return value
+    if isinstance(value, str):
+        safe = shown(value)
+        return value if safe == value else safe
+    if isinstance(value, tuple):
+        items = tuple(_shown_in(v) for v in value)
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    if isinstance(value, Mapping):
+        pairs = {k: _shown_in(v) for k, v in value.items()}
+        return value if all(pairs[k] is v for k, v in value.items()) else pairs
+    if is_dataclass(value) and not isinstance(value, type):
+        changes = {}
+        for item in fields(value):
+            old = getattr(value, item.name)
+            if item.init and (new := _shown_in(old)) is not old:
+                changes[item.name] = new
+        return replace(value, **changes) if changes else value
+    return value
 
 
 @dataclass(frozen=True, kw_only=True)

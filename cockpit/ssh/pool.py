@@ -231,6 +231,16 @@ class SshPool:
             known = ", ".join(self._nodes)
             raise SshError(node, f"not in the inventory (known: {known})") from None
 
+    def retry_now(self, nodes: Iterable[str] | None = None) -> None:
+        """The next use of these nodes (default: all) connects at once, whatever their backoff:
+        an operation the operator starts must find a node that came back. The backoff spares
+        a dead node the background polls of a long-lived pool (the TUI's), which would
+        otherwise fail fast for up to its cap after the node returned."""
+        for name in nodes if nodes is not None else list(self._nodes):
+            node = self._address(name).name
+            if self._states[node].link is Link.UNREACHABLE:
+                self._states[node] = self._states[node].retry_now()
+
     # -- commands ---------------------------------------------------------------------------
 
     async def run(

@@ -56,6 +56,10 @@ class NodeState:
             mono + backoff.delay(failures),
         )
 
+    def retry_now(self) -> NodeState:
+        """The next attempt may start at once (its failures still count for the next delay)."""
+        return replace(self, retry_at=0.0)
+
     def lost(self, now: float, error: str) -> NodeState:
         """The open connection dropped: the next use reconnects at once (no backoff yet)."""
         return NodeState(Link.UNREACHABLE, error, now, 0, 0.0)

@@ -14,7 +14,13 @@ from typing import Protocol
 from cockpit.ops.ownership import Alive, holder_check, orphan_reason, parse_ownership, stop_fix
 from cockpit.ssh.state import Link, NodeState
 from cockpit.status.probe import NodeFacts
-from cockpit.telemetry.docker_out import ContainerRow, image_with_digest, image_with_id, lane_of
+from cockpit.telemetry.docker_out import (
+    ContainerRow,
+    exit_code,
+    image_with_digest,
+    image_with_id,
+    lane_of,
+)
 from cockpit.telemetry.gpu import MemoryView, node_memory_view
 
 
@@ -60,6 +66,8 @@ class ContainerView:
     status: str
     lane: str | None
     orphaned: str | None = None  # why no cockpit looks after it (`cockpit.ops.ownership`)
+    state: str = "running"  # or how a lane container that ended is left: exited, dead, created
+    exit_code: int | None = None  # an exited one's, when docker said it
 
 
 @dataclass(frozen=True)
@@ -120,6 +128,16 @@ def _container(node: str, facts: NodeFacts, row: ContainerRow, gone: Alive) -> C
     return ContainerView(row.names, row.image, row.status or row.state or "", lane, orphaned)
 
 
+def _ended(row: ContainerRow) -> ContainerView:
+    """A lane container that is not running (a rank that exited): kept until it is removed."""
+    label = lane_of(row.labels)
+    status = row.status or row.state or ""
+    state = row.state or "exited"
+    return ContainerView(
+        row.names, row.image, status, label.lane if label else None, None, state, exit_code(status)
+    )
+
+
 def node_row(
     node: str,
     link: NodeState,
@@ -136,7 +154,10 @@ def node_row(
     containers = (
         None
         if facts.containers is None
-        else tuple(_container(node, facts, c, check) for c in facts.containers)
+        else (
+            *(_container(node, facts, c, check) for c in facts.containers),
+            *(_ended(c) for c in facts.exited),
+        )
     )
     return NodeRow(
         node=node,
@@ -242,6 +263,23 @@ def orphan_problems(rows: Iterable[NodeRow]) -> list[StatusProblem]:
     return out
 
 
+def ended_problems(rows: Iterable[NodeRow]) -> list[StatusProblem]:
+    """One problem per lane container that ended and was not removed: a rank of that lane
+    failed (the TUI shows the lane failed); a stop removes it, then the lane can be launched
+    again."""
+    return [
+        StatusProblem(
+            row.node,
+            f"{c.name} of lane {c.lane} {c.state}"
+            + (f" (code {c.exit_code})" if c.exit_code is not None else ""),
+            stop_fix(c.lane),
+        )
+        for row in rows
+        for c in row.containers or ()
+        if c.lane and c.state != "running"
+    ]
+
+
 def image_problems(rows: Iterable[ImageRow]) -> list[StatusProblem]:
     """Every node whose recipe digest resolves to another image than the pinned id."""
     return [
@@ -280,5 +318,5 @@ def fleet_status(
         for node in links
         if node not in down and (missing := facts.get(node, empty).unknown())
     }
-    problems = (*orphan_problems(rows), *image_problems(images))
+    problems = (*orphan_problems(rows), *ended_problems(rows), *image_problems(images))
     return FleetStatus(rows, images, now, problems, unknown)

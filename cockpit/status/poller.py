@@ -129,4 +129,14 @@ class FleetPoller:
             pause = RETRY_FLOOR_S if time.monotonic() - opened > PROBE_HEALTHY_S else pause * 2
             pause = min(pause, PROBE_RETRY_CAP_S)
             wait_link = self._pool.state(node).retry_at - time.monotonic()
-            await asyncio.sleep(max(wait_link, pause))
+            await self._pause(node, max(wait_link, pause))
+
+    async def _pause(self, node: str, seconds: float) -> None:
+        """Wait before the next probe; a node whose link was down and that another user of the
+        pool reconnected meanwhile (an operation the operator started) is probed at once."""
+        until = time.monotonic() + seconds
+        link_was_down = self._pool.state(node).link is not Link.CONNECTED
+        while (left := until - time.monotonic()) > 0:
+            if link_was_down and self._pool.state(node).link is Link.CONNECTED:
+                return
+            await asyncio.sleep(min(left, RETRY_FLOOR_S))

@@ -190,6 +190,7 @@ class NodeFacts:
     images: tuple[ImageInfo, ...] | None = None
     images_at: float | None = None
     ownership: str | None = None  # `name<TAB>content` of the node's locks and lane markers
+    ownership_at: float | None = None  # read after the container list of the same round
     failed: Mapping[str, int] = field(default_factory=dict)
     heard_at: float | None = None
     probe_error: str | None = None  # why the node's probe stream last stopped
@@ -239,7 +240,7 @@ class NodeFacts:
             case Section("apps", text, _):
                 changes = {"apps": tuple(parse_compute_apps(text))}
             case Section("own", text, _):
-                changes = {"ownership": text}
+                changes = {"ownership": text, "ownership_at": now}
             case Section("img", text, _):
                 changes = {"images": tuple(parse_image_inspect(text)), "images_at": now}
             case _:

@@ -1,4 +1,8 @@
-"""Status → rich tables (for the terminal) and → plain JSON (for scripts). Pure functions."""
+"""Status → rich tables (for the terminal) and → plain JSON (for scripts). Pure functions.
+
+Both are an output edge: every text a node or the inventory gave (container names and states,
+error lines, reasons) goes through `cockpit.redact.shown` here, in the table and in the JSON.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from cockpit.status.model import FleetStatus, Health, ImageRow, NodeRow, Presence
+from cockpit.redact import shown
+from cockpit.status.model import ContainerView, FleetStatus, Health, ImageRow, NodeRow, Presence
 
 _HEALTH_STYLE = {
     Health.OK: "green",
@@ -55,16 +60,16 @@ def problems(status: FleetStatus) -> Text:
         reasons = [row.detail] if row.health is not Health.OK and row.detail else []
         reasons += [f"{failure} on the node" for failure in row.failed]
         for reason in reasons:
-            text.append(f"{row.node}: ", style="bold")
-            text.append(f"{reason}\n", style=_HEALTH_STYLE[row.health])
+            text.append(f"{shown(row.node)}: ", style="bold")
+            text.append(f"{shown(reason)}\n", style=_HEALTH_STYLE[row.health])
     for node, kinds in status.unknown.items():
-        text.append(f"{node}: ", style="bold")
+        text.append(f"{shown(node)}: ", style="bold")
         text.append(f"still unknown: {', '.join(_KIND_NAMES.get(k, k) for k in kinds)}\n",
                     style="yellow")  # fmt: skip
     for problem in status.problems:
-        text.append(f"{problem.node}: ", style="bold")
-        text.append(f"{problem.message}\n", style="red")
-        text.append(f"  fix: {problem.fix}\n")
+        text.append(f"{shown(problem.node)}: ", style="bold")
+        text.append(f"{shown(problem.message)}\n", style="red")
+        text.append(f"  fix: {shown(problem.fix)}\n")
     text.rstrip()
     return text
 
@@ -81,15 +86,22 @@ def _memory(row: NodeRow) -> str:
     return cell
 
 
+def _container(c: ContainerView) -> str:
+    """`name [lane]`, then ORPHANED, or how a lane container that ended is left."""
+    cell = f"{c.name} [{c.lane}]" if c.lane else c.name
+    if c.orphaned:
+        cell += " ORPHANED"
+    if c.state != "running":
+        cell += f" {c.state.upper()}" + (f" ({c.exit_code})" if c.exit_code is not None else "")
+    return shown(cell)
+
+
 def _containers(row: NodeRow) -> str:
     if row.containers is None:
         return "?"
     if not row.containers:
         return "none"
-    return "\n".join(
-        (f"{c.name} [{c.lane}]" if c.lane else c.name) + (" ORPHANED" if c.orphaned else "")
-        for c in row.containers
-    )
+    return "\n".join(_container(c) for c in row.containers)
 
 
 def nodes_table(status: FleetStatus) -> Table:
@@ -115,7 +127,7 @@ def nodes_table(status: FleetStatus) -> Table:
     for row in status.rows:
         dim = "dim" if row.health in (Health.STALE, Health.DOWN) else ""
         table.add_row(
-            Text(row.node),
+            Text(shown(row.node)),
             _state(row),
             _num(row.util_pct, " %"),
             _num(row.temp_c, " °C"),
@@ -130,7 +142,7 @@ def nodes_table(status: FleetStatus) -> Table:
 
 def _image_label(image_row: ImageRow) -> str:
     repo, _, digest = image_row.image.ref.partition("@")
-    return f"{repo.rsplit('/', 1)[-1]}@{digest.removeprefix('sha256:')[:8]}"
+    return shown(f"{repo.rsplit('/', 1)[-1]}@{digest.removeprefix('sha256:')[:8]}")
 
 
 def images_table(status: FleetStatus) -> Table:
@@ -140,11 +152,11 @@ def images_table(status: FleetStatus) -> Table:
     table.add_column("image / recipes", no_wrap=True, overflow="ellipsis", max_width=20)
     nodes = [row.node for row in status.rows]
     for node in nodes:
-        table.add_column(node, justify="center", no_wrap=True, min_width=len(node))
+        table.add_column(shown(node), justify="center", no_wrap=True, min_width=len(node))
     for image_row in status.images:
         cells = [Text(*_PRESENCE[image_row.presence[node]]) for node in nodes]
         label = Text(_image_label(image_row))
-        label.append("".join(f"\n  {r}" for r in image_row.image.recipes), style="dim")
+        label.append("".join(f"\n  {shown(r)}" for r in image_row.image.recipes), style="dim")
         table.add_row(label, *cells)
     return table
 
@@ -159,10 +171,13 @@ def status_renderable(status: FleetStatus) -> Group:
 
 
 def _plain(value: Any) -> Any:
+    """JSON-ready, every text (keys too: node names) as `shown` prints it."""
     if isinstance(value, Enum):
         return value.value
+    if isinstance(value, str):
+        return shown(value)
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {shown(str(k)): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
     return value
@@ -179,5 +194,5 @@ def status_json(status: FleetStatus) -> dict[str, Any]:
         ],
         "problems": [_plain(dataclasses.asdict(p)) for p in status.problems],
         "complete": status.complete,
-        "unknown": {node: list(kinds) for node, kinds in status.unknown.items()},
+        "unknown": _plain({node: list(kinds) for node, kinds in status.unknown.items()}),
     }

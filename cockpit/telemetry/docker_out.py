@@ -271,3 +271,12 @@ def lane_of(labels: Mapping[str, str]) -> LaneLabel | None:
         rank=int(rank_text) if rank_text.isdigit() else None,
         cluster=labels.get(CLUSTER_LABEL) or None,
     )
+
+
+_EXIT_RE = re.compile(r"^Exited \((-?\d+)\)")
+
+
+def exit_code(status: str | None) -> int | None:
+    """The exit code in `docker ps`'s status text (`Exited (137) 5 seconds ago`)."""
+    match = _EXIT_RE.match(status or "")
+    return int(match.group(1)) if match else None

@@ -24,7 +24,11 @@ BENCH_RUNS = 1  # the TUI's sweep: every depth at c1 and c2, one run each (the C
 
 
 class FleetOperations:
-    """Each method returns a fresh operation; its first event is the plan the TUI confirms."""
+    """Each method returns a fresh operation; its first event is the plan the TUI confirms.
+
+    Each one first lets the pool try every node at once: the TUI's pool lives as long as the
+    app, and a node that came back would otherwise fail fast while its reconnect backoff runs
+    (a stop right after a node returned left that node's rank behind)."""
 
     def __init__(
         self,
@@ -42,21 +46,25 @@ class FleetOperations:
     def launch(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
         from cockpit.ops.launch import launch
 
+        self.ctx.pool.retry_now()
         return launch(self.ctx, self.ctx.inventory.recipe(target.lane), target.cluster)
 
     def stop(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
         from cockpit.ops.stop import stop
 
+        self.ctx.pool.retry_now()
         return stop(self.ctx, lane=target.lane)
 
     def sync(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
         from cockpit.ops.sync import sync_image
 
+        self.ctx.pool.retry_now()
         return sync_image(self.ctx, self.ctx.inventory.recipe(target.lane), target.cluster)
 
     def switch(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
         from cockpit.ops.switch import switch
 
+        self.ctx.pool.retry_now()
         self.served_before.clear()  # filled by the switch's plan: what `restore` relaunches
         recipe = self.ctx.inventory.recipe(target.lane)
         return switch(self.ctx, recipe, target.cluster, previous=self.served_before)
@@ -70,6 +78,7 @@ class FleetOperations:
         """Launch again the lanes that served before the last switch (after it failed)."""
         from cockpit.ops.switch import restore
 
+        self.ctx.pool.retry_now()
         return restore(self.ctx, list(self.served_before))
 
     async def bench(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
@@ -97,6 +106,7 @@ class FleetOperations:
             + (f" ({len(skipped)} beyond the lane's context skipped)" if skipped else "")
             + f", {BENCH_RUNS} run(s) each, report in {self.reports_dir}",
         )
+        self.ctx.pool.retry_now()  # after the plan: it needs no node
         url = await base_url(self.ctx.pool, plan)
         tokenizer = self.tokenizer_dir
         if tokenizer is None:

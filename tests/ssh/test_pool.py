@@ -210,6 +210,26 @@ async def test_reconnects_after_the_node_comes_back(lab: Lab) -> None:
         assert down_since is not None
 
 
+async def test_retry_now_reaches_a_node_that_came_back_during_its_backoff(lab: Lab) -> None:
+    """The TUI's pool outlives outages: after one, a node fails fast until its backoff ends
+    (up to the cap); an operation the operator starts asks for an attempt at once."""
+    sshd = await lab.server()
+    lab.trust(sshd)
+    backoff = Backoff(base=30.0, cap=30.0)
+    async with SshPool([lab.endpoint("n1", sshd)], lab.settings(1.0), backoff=backoff) as pool:
+        assert (await pool.run("n1", "echo up", timeout=5)).ok
+        await sshd.stop()
+        await asyncio.sleep(0.1)
+        with pytest.raises(NodeUnreachable, match="connection refused"):
+            await pool.run("n1", "true", timeout=5)
+        await sshd.start()
+        with pytest.raises(NodeUnreachable, match="next attempt in 30 s"):
+            await pool.run("n1", "true", timeout=5)  # back, but its backoff runs
+        pool.retry_now()
+        assert (await pool.run("n1", "echo back", timeout=5)).stdout == "back\n"
+        assert pool.state("n1").link is Link.CONNECTED
+
+
 async def test_proxyjump_from_ssh_config(lab: Lab) -> None:
     jump, target = await lab.server(), await lab.server()
     lab.trust(jump, target)

@@ -7,7 +7,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 
-from cockpit.ssh import Link, NodeState
+from cockpit.ssh import Link, NodeState, NodeUnreachable
 from cockpit.status import FleetPoller, fleet_status
 
 NODES = [f"dgx{i}" for i in range(1, 65)]
@@ -82,3 +82,38 @@ async def test_a_hard_cap_ends_a_round_that_keeps_moving() -> None:
     img_after = {node: 0.1 * i for i, node in enumerate(NODES, 1)}  # 6.4 s of steady progress
     complete, took, status = await _first_round(img_after, idle_s=0.5, cap_s=1.5)
     assert not complete and 1.4 < took < 3 and len(status.unknown) > 40
+
+
+class ReturningPool:
+    """One node whose link is down (its probe fails at once, its backoff long) until `back()`:
+    then another user of the pool (an operation) has reconnected it."""
+
+    def __init__(self) -> None:
+        self.link = NodeState(Link.UNREACHABLE, "connection refused", 0.0, 5, time.monotonic() + 60)
+        self.opened = 0
+
+    def back(self) -> None:
+        self.link = NodeState(Link.CONNECTED)
+
+    def stream(self, node: str, script: str) -> Lines:
+        self.opened += 1
+        if self.link.link is not Link.CONNECTED:
+            raise NodeUnreachable(node, "connection refused (next attempt in 60 s)")
+        return Lines(None)
+
+    def state(self, node: str) -> NodeState:
+        return self.link
+
+
+async def test_a_node_reconnected_by_an_operation_is_probed_again_at_once() -> None:
+    """After an outage the probe waits out the link's backoff (up to 30 s); a node that an
+    operation reconnected meanwhile is probed again at once, not DOWN until then."""
+    pool = ReturningPool()
+    poller = FleetPoller(pool, ["dgx1"])  # type: ignore[arg-type]
+    async with poller:
+        await asyncio.sleep(0.2)
+        assert pool.opened == 1 and poller.facts()["dgx1"].probe_error
+        pool.back()
+        await asyncio.sleep(1.0)
+        assert pool.opened == 2
+        assert poller.facts()["dgx1"].meminfo_at is not None

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 
 from rich.console import Console
 
+from cockpit.redact import remember
 from cockpit.ssh.state import Backoff, NodeState
 from cockpit.status.model import Health, Presence, WantedImage, fleet_status, wanted_images
 from cockpit.status.probe import GpuLine, NodeFacts, ProbeParser, Section
@@ -107,3 +109,61 @@ def test_rendering_shows_rows_reasons_and_images() -> None:
     assert [n["health"] for n in data["nodes"]] == ["ok", "down"]
     assert data["images"][0]["presence"] == {"dgx1": "digest", "dgx2": "unknown"}
     assert data["nodes"][0]["memory"]["source"] == "meminfo"
+
+
+def _printed(status: object) -> str:
+    out = io.StringIO()
+    Console(file=out, width=200, color_system=None).print(status_renderable(status))  # type: ignore[arg-type]
+    return out.getvalue()
+
+
+EXITED_LINE = (
+    '{"ID":"9b2d","Names":"qwen-r1","Image":"vllm/vllm-openai@sha256:3f2a","State":"exited",'
+    '"Status":"Exited (1) 3 seconds ago","Labels":"cockpit.lane=qwen3-0.6b-2x,cockpit.rank=1"}'
+)
+
+
+def test_an_exited_lane_container_is_listed_with_its_code_and_the_stop_that_removes_it() -> None:
+    """Issue 19: a rank left exited on dgx3 read "failed: rank 2 on dgx3 exited (1)" in the TUI
+    while `cockpit status` showed nothing there (it listed running containers only)."""
+    facts = _facts().with_frame(Section("ps", f"{PS_LINE}\n{EXITED_LINE}", 0), NOW)
+    status = fleet_status({"dgx1": UP}, {"dgx1": facts}, [QWEN], NOW + 1)
+    (row,) = status.rows
+    assert row.containers is not None
+    assert [(c.name, c.state, c.exit_code) for c in row.containers] == [
+        ("qwen-r0", "running", None),
+        ("qwen-r1", "exited", 1),
+    ]
+    (problem,) = status.problems
+    assert (problem.node, problem.fix) == ("dgx1", "cockpit stop --lane qwen3-0.6b-2x")
+    assert problem.message == "qwen-r1 of lane qwen3-0.6b-2x exited (code 1)"
+    text = _printed(status)
+    assert "qwen-r1 [qwen3-0.6b-2x] EXITED (1)" in text
+    assert "fix: cockpit stop --lane qwen3-0.6b-2x" in text
+    data = status_json(status)
+    assert data["nodes"][0]["containers"][1]["state"] == "exited"
+    assert data["nodes"][0]["containers"][1]["exit_code"] == 1
+
+
+SECRET = "sk-status0123456789abcdefXYZ"
+KNOWN = "s3cr3t-remembered-value"  # an inventory's secret value, redacted wherever it appears
+
+
+def test_status_output_passes_every_node_text_through_the_redactor() -> None:
+    """Issue 19 (truth-files' report): `cockpit status` printed containers' names, error lines
+    and reasons as the nodes gave them; the table and the JSON go through `redact.shown`."""
+    remember([KNOWN])
+    ps = (
+        PS_LINE.replace('"qwen-r0"', f'"leak-{SECRET}"')
+        + "\n"
+        + EXITED_LINE.replace('"qwen-r1"', f'"x-{KNOWN}\\u202e"')
+    )
+    facts = _facts().with_frame(Section("ps", ps, 0), NOW)
+    error = f"probe ended (exit 1): curl -H 'Authorization: Bearer {SECRET}' --api-key {KNOWN}"
+    stale = replace(facts, probe_error=error)
+    status = fleet_status({"dgx1": UP, "dgx2": UP}, {"dgx1": facts, "dgx2": stale}, [QWEN], NOW + 9)
+    assert any(SECRET in (c.name or "") for r in status.rows for c in r.containers or ())
+    for output in (_printed(status), json.dumps(status_json(status))):
+        assert SECRET not in output and KNOWN not in output, output
+        assert "<redacted>" in output and "\u202e" not in output
+    assert "\\u202e" in _printed(status)  # a bidi override is shown escaped, never raw

@@ -391,3 +391,21 @@ def test_log_level_filter_keeps_warnings_and_errors_as_the_store_tagged_them() -
     shown = [[e.text for e in entries if keep(e, "", level)] for level in range(len(LEVELS))]
     assert shown == [list(lines), list(lines[1:]), list(lines[2:])]
     assert [e.text for e in entries if keep(e, "engine", 0)] == ["ERROR EngineCore died"]
+
+
+def test_a_node_whose_container_list_has_not_come_cannot_tell_its_lanes() -> None:
+    """Issue 19 ("while one node was down the Nodes pane showed the head of the only serving
+    lane with lane/rank '–'"): a cockpit opened while a worker is down hears the head's GPU
+    before its `docker ps`; the head's lane/rank is not known yet, not "none", and the lane is
+    not "stopped" meanwhile."""
+    store = fleet_store({}, unheard=("dgx1", "dgx2"))
+    sample = next(s for s in scene.node_samples(store.inventory) if isinstance(s, NodeSampled))
+    store.apply(replace(sample, node="dgx1", at=scene.T0, ranks=(), ranks_known=False))
+    store.apply(NodeLost("dgx2", scene.T0, "connection refused", down=True))
+    head = store.snapshot(scene.T0).nodes[0]
+    assert head.health is NodeHealth.LIVE and not head.ranks_known
+    assert state(store, QWEN_KEY) == "unknown: dgx1 not heard from yet"
+    store.apply(replace(sample, node="dgx1", at=scene.T0, ranks=qwen_ranks()["dgx1"]))
+    answering(store)
+    assert store.snapshot(scene.T0).nodes[0].ranks_known
+    assert state(store, QWEN_KEY) == "serving · dgx2 unreachable"

@@ -27,7 +27,7 @@ from cockpit.ops.events import (
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.operations import LaneTarget
 from cockpit.tui.state import NodeLost, NodeSampled, RankLines, RankOnNode, StoreInput
-from cockpit.tui.state.views import LogSource
+from cockpit.tui.state.views import LanePhase, LogSource
 from cockpit.tui.widgets.engine import Body, KvPane, ThroughputPane
 from cockpit.tui.widgets.lanes import LanesPane
 from cockpit.tui.widgets.logs import LogPane, NcclPane
@@ -377,3 +377,67 @@ async def test_bench_flags_are_visible_at_every_size(
         assert flags.region.height >= 1 and inside.contains_region(flags.region), (
             size, flags.region, inside,
         )  # fmt: skip
+
+
+ORPHAN_WHY = "its launch by ops@bastion (pid 4242) never reached ready and holds no lock any more"
+
+
+def scene_sample(node: str) -> NodeSampled:
+    inv = scene.inventory()
+    samples = [s for s in scene.node_samples(inv) if isinstance(s, NodeSampled)]
+    return replace([s for s in samples if s.node == node][-1], at=scene.T0)
+
+
+async def test_an_orphaned_lane_is_shown_with_its_stop_and_s_stops_it(
+    make_app: Callable[..., CockpitApp],
+) -> None:
+    """Issue 19: containers whose launching cockpit is gone are ORPHANED in the Lanes row and
+    the Nodes pane, with the command that stops them; `s` on the row stops the lane."""
+    feed = ManualFeed()
+
+    def stopped(target: LaneTarget) -> list[OpEvent]:
+        for node in scene.BENCH_NODES:  # the nodes list the lane's containers no more
+            feed.push(replace(scene_sample(node), ranks=()))
+        return [Finished.done("stop", f"stopped {target.lane}", **where(target))]
+
+    ops = ScriptedOperations(events={"stop": stopped})
+    app = make_app(operations=ops, feeds=[feed])
+    async with app.run_test(size=SIZE) as pilot:
+        for rank, node in enumerate(scene.BENCH_NODES):
+            mine = RankOnNode(scene.LANE, scene.CLUSTER, rank, orphaned=ORPHAN_WHY)
+            feed.push(replace(scene_sample(node), ranks=(mine,)))
+        lanes = main(app).query_one(LanesPane)
+        await until(pilot, "the orphan", lambda: "ORPHANED" in lane_state(app, SERVING))
+        assert lane_state(app, SERVING) == "ORPHANED · serving"
+        assert str(lanes.border_subtitle) == (
+            f"ORPHANED: s on its row stops it (cockpit stop --lane {scene.LANE})"
+        )
+        assert row(app, "dgx5")[2] == "mimo26-flash-mopd-4x/r0 ORPHANED"
+        assert row(app, "dgx1")[2] == "–"  # another node's cell says nothing of it
+        lane = main(app).snap.lane(SERVING) if main(app).snap else None
+        assert lane is not None and lane.orphaned.startswith(f"dgx5: {ORPHAN_WHY}; dgx6: ")
+        await select_lane(app, SERVING)
+        await pilot.press("s", "y")
+        await until(pilot, "the stop", lambda: lane_state(app, SERVING) == "stopped")
+        assert ops.started == [("stop", scene.LANE)]
+        assert not str(lanes.border_subtitle) and row(app, "dgx5")[2] == "–"
+
+
+async def test_a_node_heard_before_its_containers_shows_them_unknown_not_none(
+    make_app: Callable[..., CockpitApp],
+) -> None:
+    """Issue 19: a cockpit opened while a node is down showed the head of the only serving lane
+    with lane/rank '–' until the head's container list came (its GPU sample comes first)."""
+    feed = ManualFeed()
+    app = make_app(feeds=[feed])
+    async with app.run_test(size=SIZE) as pilot:
+        feed.push(replace(scene_sample("dgx5"), ranks=(), ranks_known=False))
+        await until(pilot, "the head unknown", lambda: row(app, "dgx5")[2] == "…")
+        assert row(app, "dgx5")[1] == "up"
+        lane = main(app).snap.lane(SERVING) if main(app).snap else None
+        assert lane is not None and lane.phase is LanePhase.SERVING  # its engine answers
+        assert lane.state_text == "serving · dgx5 not heard from yet"  # not "1/4 ranks up"
+        feed.push(scene_sample("dgx5"))
+        await until(pilot, "the head's rank", lambda: row(app, "dgx5")[2] != "…")
+        assert row(app, "dgx5")[2] == "mimo26-flash-mopd-4x/r0"
+        assert lane_state(app, SERVING) == "serving"

@@ -18,20 +18,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
+import socket
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from cockpit.config import Inventory
 from cockpit.errors import CockpitError
+from cockpit.ops.ownership import Alive, holder_check, orphan_reason, parse_ownership
+from cockpit.pids import pid_exists
 from cockpit.plan import plan_lane
 from cockpit.ssh import Link, NodeState, SshError, SshPool
 from cockpit.status.poller import FleetPoller
 from cockpit.status.probe import NodeFacts, Pace
-from cockpit.telemetry.docker_out import image_with_digest, lane_of
+from cockpit.telemetry.docker_out import exit_code, image_with_digest, lane_of
 from cockpit.telemetry.gpu import node_memory_view
 from cockpit.telemetry.metrics import parse_metrics
 from cockpit.tui.state.inputs import (
@@ -54,18 +57,24 @@ SCRAPE_S = 2.0
 SCRAPE_TIMEOUT_S = 3.0
 
 
-_EXIT_RE = re.compile(r"^Exited \((-?\d+)\)")
-
-
-def exit_code(status: str | None) -> int | None:
-    """The exit code in `docker ps`'s status text (`Exited (137) 5 seconds ago`)."""
-    match = _EXIT_RE.match(status or "")
-    return int(match.group(1)) if match else None
-
-
-def lane_containers(facts: NodeFacts) -> list[tuple[str, RankOnNode]]:
+def lane_containers(
+    facts: NodeFacts,
+    node: str = "",
+    gone: Alive | None = None,
+    before: Mapping[str, str | None] | None = None,
+) -> list[tuple[str, RankOnNode]]:
     """The node's lane containers, (name, rank), from their `cockpit.*` labels: the running
-    ones, then the exited ones with their exit code."""
+    ones, then the exited ones with their exit code.
+
+    With `gone`, a running one is told orphaned or not (`cockpit.ops.ownership`) from the node's
+    lock and lane markers, once these were read after its container list: read before it, they
+    may predate a launch that started the container since. Until then a container keeps its
+    verdict of `before` (container id → why orphaned), so a round's two answers, which arrive
+    one after the other, never make an orphan blink."""
+    owned = None
+    if gone is not None and facts.ownership is not None:
+        fresh = (facts.ownership_at or 0.0) >= (facts.containers_at or 0.0)
+        owned = parse_ownership(node, facts.ownership) if fresh else None
     out = []
     for row in (*(facts.containers or ()), *facts.exited):
         label = lane_of(row.labels)
@@ -73,16 +82,35 @@ def lane_containers(facts: NodeFacts) -> list[tuple[str, RankOnNode]]:
             running = row.state in (None, "running")
             code = None if running else exit_code(row.status)
             rank = RankOnNode(label.lane, label.cluster, label.rank, running, code, row.id[:12])
+            if running and gone is not None:
+                why = (
+                    orphan_reason(label.lane, owned, gone)
+                    if owned is not None
+                    else (before or {}).get(rank.container)
+                )
+                rank = replace(rank, orphaned=why)
             out.append((row.names, rank))
     return out
 
 
+def local_holder_check(now: float) -> Alive:
+    """Whether a lock's holder is gone, as this host can tell (its own pids, every TTL)."""
+    return holder_check(now, socket.gethostname(), pid_exists)
+
+
 def node_input(
-    node: str, facts: NodeFacts, link: NodeState, refs: Sequence[str], now: float
+    node: str,
+    facts: NodeFacts,
+    link: NodeState,
+    refs: Sequence[str],
+    now: float,
+    gone: Alive | None = None,
+    before: Mapping[str, str | None] | None = None,
 ) -> StoreInput | None:
     """The store's view of one node's facts: a sample, a loss, or nothing yet. A loss is DOWN
     once the link is unreachable and a reconnect failed (a dropped connection that comes back at
-    once is a short gap: STALE)."""
+    once is a short gap: STALE). `gone` and `before`: orphans, as `lane_containers` tells them
+    (without `gone`, none is told)."""
     if facts.probe_error or link.link is Link.UNREACHABLE:
         retry = max(link.retry_at - time.monotonic(), 0.0) if link.retry_at else None
         down = link.link is Link.UNREACHABLE and link.failures > 0
@@ -101,8 +129,9 @@ def node_input(
         facts.heard_at,
         gpus[0] if gpus else None,
         node_memory_view(gpus, facts.meminfo, facts.apps),
-        tuple(rank for _, rank in lane_containers(facts)),
+        tuple(rank for _, rank in lane_containers(facts, node, gone, before)),
         images,
+        ranks_known=facts.containers is not None,
     )
 
 
@@ -150,6 +179,7 @@ class FleetFeed:
         self.scrape_s = scrape_s
         self._refs = sorted({r.image.ref for r in inventory.recipes.values()})
         self._seen: dict[str, tuple[NodeFacts, NodeState]] = {}
+        self._orphans: dict[str, dict[str, str | None]] = {}  # node → container id → why
         self._logs: dict[tuple[str, str], asyncio.Task[None]] = {}  # (node, container name)
         self._tails: dict[tuple[str, str], LineTail] = {}
         self._scrapes: dict[tuple[str, str], asyncio.Task[None]] = {}
@@ -190,13 +220,17 @@ class FleetFeed:
         batch: list[StoreInput] = []
         containers: dict[tuple[str, str], RankOnNode] = {}
         heads: dict[tuple[str, str], str] = {}
+        gone = local_holder_check(now)
         for node in facts:
             seen = (facts[node], links[node])
             if self._seen.get(node) != seen:
                 self._seen[node] = seen
-                item = node_input(node, facts[node], links[node], self._refs, now)
+                before = self._orphans.get(node)
+                item = node_input(node, facts[node], links[node], self._refs, now, gone, before)
                 if item is not None:
                     batch.append(item)
+                if isinstance(item, NodeSampled):
+                    self._orphans[node] = {r.container: r.orphaned for r in item.ranks}
             for name, rank in lane_containers(facts[node]):
                 containers[(node, name)] = rank
                 if rank.rank == 0 and rank.running:

@@ -24,6 +24,11 @@ def lane_table(lane: LaneView, recipe: Recipe, ops: tuple[OpView, ...]) -> Table
         ("lane", lane.lane),
         ("cluster", f"{lane.cluster}: {', '.join(lane.nodes)}"),
         ("state", lane.state_text),
+        *(
+            [("orphaned", f"{lane.orphaned}\nstop it: s, or {lane.stop_fix}")]
+            if lane.orphaned
+            else []
+        ),
         ("endpoint", lane.endpoint or "–"),
         ("image", recipe.image.ref),
         ("image on nodes", {None: "unknown yet", True: "all", False: "missing"}[lane.image_ok]),

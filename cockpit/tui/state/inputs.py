@@ -23,6 +23,7 @@ class RankOnNode:
     running: bool = True
     exit_code: int | None = None  # an exited container's, when the node said it
     container: str = ""  # its id (a relaunch under the same name is another container)
+    orphaned: str | None = None  # why no cockpit looks after it (`cockpit.ops.ownership`)
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class NodeSampled:
     memory: MemoryView | None
     ranks: tuple[RankOnNode, ...] = ()
     images: tuple[str, ...] | None = None  # recipe image refs present here (None: not known)
+    ranks_known: bool = True  # False until the node's container list came: no ranks ≠ none
 
 
 @dataclass(frozen=True)

@@ -27,15 +27,24 @@ class Observed:
 
     expected: int  # ranks of a whole lane (one per node of its cluster)
     ranks: tuple[tuple[str, RankOnNode], ...]  # (node, rank) containers of the lane seen
-    unknown: tuple[str, ...] = ()  # its nodes that cannot tell now (down, or never heard from)
+    unknown: tuple[str, ...] = ()  # its nodes that cannot tell now (down, or not heard from)
     head_unknown: bool = False  # the head's node is one of them
-    down: bool = True  # some of them are DOWN (else they were merely not heard from yet)
+    down: frozenset[str] | None = None  # those of them that are DOWN (None: all of them)
     boot: BootState | None = None  # the head's boot log, as followed
     engine_age_s: float | None = None  # since the head's engine last answered; None: never
 
     @property
     def running(self) -> tuple[tuple[str, RankOnNode], ...]:
         return tuple((node, r) for node, r in self.ranks if r.running)
+
+
+def _cannot_tell(nodes: tuple[str, ...], down: frozenset[str] | None) -> str:
+    """`dgx7 unreachable`, `dgx1 not heard from yet; dgx2 unreachable`."""
+    gone = [n for n in nodes if down is None or n in down]
+    unheard = [n for n in nodes if n not in gone]
+    parts = [f"{', '.join(unheard)} not heard from yet"] if unheard else []
+    parts += [f"{', '.join(gone)} unreachable"] if gone else []
+    return "; ".join(parts)
 
 
 def _exited(ranks: tuple[tuple[str, RankOnNode], ...]) -> str:
@@ -55,15 +64,17 @@ def observed(base: LaneView, seen: Observed) -> LaneView:
     No container: stopped (unknown when the nodes that could hold one cannot say). A rank that
     exited: failed, with its exit code. Every rank running and the head's engine answering:
     serving. Otherwise booting, with the phase the head's log reached, or unresponsive when an
-    engine that answered stopped answering.
+    engine that answered stopped answering. Whatever the state, running ranks that no cockpit
+    looks after (`RankOnNode.orphaned`) mark the lane orphaned, with each node's reason.
     """
     running = seen.running
-    why = "unreachable" if seen.down else "not heard from yet"
-    note = f"{', '.join(seen.unknown)} {why}" if seen.unknown and seen.ranks else ""
-    view = replace(base, live=bool(running), note=note)
+    note = _cannot_tell(seen.unknown, seen.down) if seen.unknown and seen.ranks else ""
+    orphans = [f"{node}: {rank.orphaned}" for node, rank in running if rank.orphaned]
+    view = replace(base, live=bool(running), note=note, orphaned="; ".join(orphans))
     if not seen.ranks:
         if seen.head_unknown or len(seen.unknown) == seen.expected:
-            return replace(view, phase=LanePhase.UNKNOWN, detail=f"{seen.unknown[0]} {why}")
+            detail = _cannot_tell(seen.unknown[:1], seen.down)
+            return replace(view, phase=LanePhase.UNKNOWN, detail=detail)
         return replace(view, phase=LanePhase.STOPPED)
     if len(running) < len(seen.ranks):
         return replace(view, phase=LanePhase.FAILED, detail=_exited(seen.ranks))
@@ -81,7 +92,7 @@ def observed(base: LaneView, seen: Observed) -> LaneView:
         silent = f"no /metrics answer for {seen.engine_age_s:.0f}s"
         return replace(view, phase=LanePhase.UNRESPONSIVE, detail=silent)
     if seen.head_unknown:  # its workers run, the head cannot say whether it serves
-        detail = f"head {seen.unknown[0]} {why}"
+        detail = f"head {_cannot_tell(seen.unknown[:1], seen.down)}"
         return replace(view, phase=LanePhase.UNKNOWN, detail=detail, note="")
     if boot is None or boot.phase is BootPhase.STARTING:
         return replace(view, phase=LanePhase.BOOTING, step="starting")

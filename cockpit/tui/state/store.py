@@ -474,6 +474,7 @@ class Store:
             ranks=last.ranks if last else (),
             util_history=tuple(node.util),
             retry_in_s=lost.retry_in_s if lost else None,
+            ranks_known=last.ranks_known if last else False,
         )
 
     def _lane_slots(self) -> list[tuple[str, str, tuple[str, ...], str | None]]:
@@ -495,17 +496,17 @@ class Store:
         now: float,
     ) -> Observed:  # fmt: skip
         """What the lane's nodes say now: its containers where known, and which nodes cannot
-        tell (DOWN, or never heard from; a STALE node's last list still stands)."""
+        tell (DOWN, or not heard from: no sample or no container list yet, as when the cockpit
+        opens; a STALE node's last list still stands)."""
         ranks: list[tuple[str, RankOnNode]] = []
         unknown: list[str] = []
-        down = False
         for name in nodes:
             node = self._nodes.get(name)
-            if node is None or node.last is None or health.get(name) is NodeHealth.DOWN:
+            last = node.last if node is not None else None
+            if last is None or not last.ranks_known or health.get(name) is NodeHealth.DOWN:
                 unknown.append(name)
-                down = down or health.get(name) is NodeHealth.DOWN
                 continue
-            ranks += [(name, r) for r in node.last.ranks if (r.lane, r.cluster) == (lane, cluster)]
+            ranks += [(name, r) for r in last.ranks if (r.lane, r.cluster) == (lane, cluster)]
         key = lane_key(lane, cluster)
         engine = self._engines.get(key)
         return Observed(
@@ -513,7 +514,7 @@ class Store:
             ranks=tuple(ranks),
             unknown=tuple(unknown),
             head_unknown=bool(nodes) and nodes[0] in unknown,
-            down=down,
+            down=frozenset(n for n in unknown if health.get(n) is NodeHealth.DOWN),
             boot=self._boot.get(key),
             engine_age_s=now - engine.cur.at if engine and engine.cur else None,
         )

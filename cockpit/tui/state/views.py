@@ -7,6 +7,7 @@ from enum import StrEnum
 from typing import NamedTuple
 
 from cockpit.errors import EXIT_REFUSED
+from cockpit.ops.ownership import stop_fix
 from cockpit.telemetry.gpu import GpuSample, MemoryView
 from cockpit.telemetry.nccl_log import RankTransport
 from cockpit.tui.state.inputs import RankOnNode
@@ -49,6 +50,7 @@ class NodeView:
     ranks: tuple[RankOnNode, ...]
     util_history: tuple[float, ...]
     retry_in_s: float | None = None
+    ranks_known: bool = True  # its container list came (a first GPU sample comes before it)
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,12 @@ class LaneView:
     bench_headline: str | None = None
     live: bool = False  # a container of the lane runs (what the lane-scoped panes follow)
     note: str = ""  # beside any state: e.g. "dgx7 unreachable"
+    orphaned: str = ""  # why its running containers have no cockpit ("dgx1: ..."), or ""
+
+    @property
+    def stop_fix(self) -> str:
+        """The command that stops the lane wherever it runs (what `s` runs)."""
+        return stop_fix(self.lane)
 
     @property
     def key(self) -> str:
@@ -85,6 +93,7 @@ class LaneView:
         text = " ".join(parts)
         if self.phase in _DETAILED and self.detail:
             text = f"{text}: {self.detail}"
+        text = f"ORPHANED · {text}" if self.orphaned else text  # first: a cut cell keeps it
         return f"{text} · {self.note}" if self.note else text
 
 

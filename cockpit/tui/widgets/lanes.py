@@ -19,6 +19,13 @@ def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def orphans_line(lanes: tuple[LaneView, ...]) -> str:
+    """The pane's foot while a lane runs with no cockpit looking after it: what stops it (its
+    row says which lane; lane keys would not fit beside the command at 160 columns)."""
+    fixes = ", ".join(dict.fromkeys(lane.stop_fix for lane in lanes if lane.orphaned))
+    return f"ORPHANED: s on its row stops it ({fixes})" if fixes else ""
+
+
 class LanesPane(Pane):
     """Its cursor row is the selected lane: every lane key (l, s, y, b, w) acts on it."""
 
@@ -60,7 +67,8 @@ class LanesPane(Pane):
         colours = palette_of(self.app)
         rows = []
         for lane in snap.lanes:
-            state = Text(_clip(lane.state_text, STATE_WIDTH), style=colours.phase(lane.phase.value))
+            style = f"bold {colours.error}" if lane.orphaned else colours.phase(lane.phase.value)
+            state = Text(_clip(lane.state_text, STATE_WIDTH), style=style)
             image = (
                 Text("?", style=colours.muted)
                 if lane.image_ok is None
@@ -84,6 +92,7 @@ class LanesPane(Pane):
             table.add_row(*cells, key=key)
         if table.row_count:
             table.move_cursor(row=min(cursor, table.row_count - 1), animate=False)
+        self.retitle(subtitle=orphans_line(snap.lanes))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()

@@ -8,6 +8,7 @@ from textual.message import Message
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
+from cockpit.redact import shown
 from cockpit.tui.render import num, sparkline
 from cockpit.tui.state.inputs import RankOnNode
 from cockpit.tui.state.views import FleetSnapshot, NodeHealth, NodeView, fmt_duration
@@ -33,9 +34,10 @@ def _health(node: NodeView, colours: Palette) -> Text:
 
 
 def _rank(rank: RankOnNode) -> str:
-    name = f"{rank.lane.split('-sparkring')[0]}/r{rank.rank}"
+    """`lane/rN`: the lane as the container's label names it (a node's text: shown safely)."""
+    name = shown(f"{rank.lane.split('-sparkring')[0]}/r{rank.rank}")
     if rank.running:
-        return name
+        return f"{name} ORPHANED" if rank.orphaned else name
     return f"{name} exited" + (f" ({rank.exit_code})" if rank.exit_code is not None else "")
 
 
@@ -46,7 +48,12 @@ def node_row(node: NodeView, colours: Palette) -> tuple[Text, ...]:
     style = colours.muted if dim else ""
     down = node.health is NodeHealth.DOWN
     gpu, mem = (None, None) if down else (node.gpu, node.memory)
-    ranks = "?" if down else ", ".join(_rank(r) for r in node.ranks) or "–"
+    if down:
+        ranks = "?"
+    elif not node.ranks_known:
+        ranks = "…"  # its container list has not come yet: "–" would say it runs nothing
+    else:
+        ranks = ", ".join(_rank(r) for r in node.ranks) or "–"
     memory = "–"
     if mem:
         uma = " UMA" if mem.source == "meminfo" else ""  # unified memory: the OS view
