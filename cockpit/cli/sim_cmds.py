@@ -66,7 +66,10 @@ def _fleet_options(func: click.decorators.FC) -> click.decorators.FC:
 
 def _summary(fleet: SimFleet) -> Table:
     stopped = set(fleet.status().get("stopped", []))  # type: ignore[call-overload]
-    table = Table(title=f"simulated fleet in {fleet.root}", title_justify="left")
+    table = Table(
+        title=f"simulated fleet in {fleet.root} (node identity by {fleet.identity_mode})",
+        title_justify="left",
+    )
     for column in ("node", "ssh endpoint", "state", "images", "containers"):
         table.add_column(column)
     for node in fleet.nodes:
@@ -109,8 +112,9 @@ def up(
     )
     fleet.start()
     console.print(
-        f"{nodes} simulated nodes up ({server}, port {fleet.port}); inventory: {fleet.root}\n"
-        f"try: cockpit --inventory {fleet.root} status"
+        f"{nodes} simulated nodes up ({server}, port {fleet.port}, node identity by "
+        f"{fleet.identity_mode}); inventory: {fleet.root}\n"
+        f"try: cockpit --inventory {fleet.root} status, or ssh -F {fleet.ssh_config} dgx1"
         + (
             f"\nbench it with COCKPIT_TIME_SCALE={speed!r} (engine time runs {speed:g}x)"
             if speed != 1

@@ -68,6 +68,7 @@ class SimFleet:
         link_mbps: float | None = None,
         links: dict[str, float] | None = None,
         owner_pid: int | None = None,
+        identity: str = "auto",
     ) -> None:
         self.layout = FleetLayout(Path(root).resolve())
         self.config = FleetConfig(
@@ -81,6 +82,7 @@ class SimFleet:
             links=dict(links or {}),
             owner_pid=owner_pid,
             user=getpass.getuser(),
+            identity=identity,
         )
 
     @classmethod
@@ -115,6 +117,15 @@ class SimFleet:
     @property
     def nodes(self) -> list[SimNode]:
         return [SimNode(n, node_host(n, self.config.subnet), self.port) for n in self.names]
+
+    @property
+    def identity_mode(self) -> str:
+        """How the nodes get their identity: namespaces, user-namespaces or wrappers."""
+        return str(self.layout.read_fleet().get("identity", ""))
+
+    @property
+    def ssh_config(self) -> Path:
+        return self.layout.root / "ssh_config"
 
     @property
     def client_key(self) -> Path:

@@ -24,6 +24,7 @@ from cockpit.sim.fleet.cleanup import kill_fleet_processes
 from cockpit.sim.fleet.endpoint import AsyncsshEndpoint
 from cockpit.sim.fleet.layout import FleetConfig, FleetLayout, node_host, node_names
 from cockpit.sim.fleet.meminfo import refresh_meminfo
+from cockpit.sim.fleet.namespaces import NodeNamespaces
 from cockpit.sim.fleet.provision import provision, write_inventory
 from cockpit.sim.fleet.sshd import OpensshEndpoint
 from cockpit.sim.tools.node_exec import node_environment
@@ -65,6 +66,7 @@ class FleetDaemon:
         self.names = node_names(self.config.nodes)
         self.endpoints: dict[str, Endpoint] = {}
         self.generation = 0
+        self.namespaces = NodeNamespaces(self.layout, self.names, self.config.identity)
 
     def _endpoint(self, name: str, port: int) -> Endpoint:
         node_dir = self.layout.node_dir(name)
@@ -82,6 +84,10 @@ class FleetDaemon:
 
     async def start(self) -> None:
         host_keys = provision(self.layout, self.config)
+        self.refresh_meminfo()  # the namespaces bind it; the first probe reads it
+        mode = self.namespaces.start()
+        if self.namespaces.problem:
+            print(f"node identity: {self.namespaces.problem}; mode {mode}", file=sys.stderr)
         for attempt in range(PORT_ATTEMPTS):
             port = pick_port([node_host(n, self.config.subnet) for n in self.names])
             self.endpoints = {n: self._endpoint(n, port) for n in self.names}
@@ -92,8 +98,7 @@ class FleetDaemon:
                 await self.stop_endpoints()
                 if attempt == PORT_ATTEMPTS - 1:
                     raise
-        self.refresh_meminfo()  # before the inventory announces the fleet: the first probe reads it
-        write_inventory(self.layout, self.config, port, host_keys)
+        write_inventory(self.layout, self.config, port, host_keys, mode)
         await self.reconcile()
 
     async def reconcile(self) -> None:
@@ -127,11 +132,13 @@ class FleetDaemon:
         for name in self.names:
             refresh_meminfo(self.layout.node_dir(name), now)
 
-    async def keep_meminfo(self) -> None:
-        """Every node's /proc/meminfo follows its engine (see `cockpit.sim.fleet.meminfo`)."""
+    async def keep_nodes(self) -> None:
+        """Every node's /proc/meminfo follows its engine (see `cockpit.sim.fleet.meminfo`); a
+        node whose namespace holder died gets a new one."""
         while True:
             await asyncio.sleep(MEMINFO_EVERY_S)
             self.refresh_meminfo()
+            self.namespaces.keep()
 
     async def watch_owner(self, done: asyncio.Event) -> None:
         """Stop the fleet when its owner process is gone, however it died (a closed terminal
@@ -154,7 +161,7 @@ class FleetDaemon:
         meminfo: asyncio.Task[None] | None = None
         try:
             await self.start()
-            meminfo = asyncio.create_task(self.keep_meminfo())
+            meminfo = asyncio.create_task(self.keep_nodes())
             while not done.is_set():
                 waiter = asyncio.ensure_future(wake.wait())
                 stopper = asyncio.ensure_future(done.wait())
@@ -169,6 +176,7 @@ class FleetDaemon:
             if meminfo is not None:
                 meminfo.cancel()
             await self.stop_endpoints()
+            self.namespaces.stop()
             kill_fleet_processes(self.layout.root)
             (self.layout.root / "status.json").unlink(missing_ok=True)
 

@@ -5,9 +5,11 @@
   fleet.json          what runs: nodes -> host/port, user, server kind, links (read by tools)
   fleet.pid, fleet.log, control.json (nodes held stopped), registry.json (digest -> image id)
   clusters.toml, *.toml, client_key, known_hosts   the inventory a cockpit points at
+  ssh_config          `Host dgxK` blocks for an ordinary `ssh -F ssh_config dgxK`
   bin/                the node tools (docker, nvidia-smi, ssh, node-exec)
   ssh/                the fleet's internal key and known_hosts (node-to-node ssh), authorized_keys
-  nodes/dgxK/         one node's state (see cockpit.sim.tools.nodestate)
+  nodes/dgxK/         one node's state (see cockpit.sim.tools.nodestate), its identity/ (see
+                      cockpit.sim.fleet.identity)
   sshd/               OpenSSH configs and pid files (server kind "openssh")
 """
 
@@ -52,6 +54,7 @@ class FleetConfig:
     user: str = "root"
     subnet: str = field(default_factory=random_subnet)
     owner_pid: int | None = None  # the daemon stops the fleet once this process is gone
+    identity: str = "auto"  # namespaces | user-namespaces | wrappers (see fleet.namespaces)
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self), indent=1))
