@@ -123,15 +123,26 @@ def up(
     )
 
 
+REAP_WAIT_S = 10.0
+"""How long `sim down` waits for the fleet's exited processes to leave the process table."""
+
+
 @sim.command()
 @dir_option
 def down(root: Path | None) -> None:
-    """Stop the fleet in DIR: its servers and every container process."""
+    """Stop the fleet in DIR: its servers and every container process; returns once they are
+    all gone (exited, and reaped by their parent: a peer's `ps` no longer lists them)."""
     fleet = SimFleet.attach(_root(root))
+    before = fleet.processes()
     fleet.stop()
-    left = fleet.leftover_processes()
+    left = fleet.processes()
+    if left:
+        console.print(f"fleet in {fleet.root}: {len(left)} processes left running: {left}")
+        raise SystemExit(1)
+    listed = fleet.wait_reaped(before, REAP_WAIT_S)
     console.print(
-        f"fleet in {fleet.root} stopped" + (f" ({len(left)} processes left!)" * bool(left))
+        f"fleet in {fleet.root} stopped"
+        + (f" ({len(listed)} exited processes not yet reaped by their parent)" * bool(listed))
     )
 
 

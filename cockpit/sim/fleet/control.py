@@ -23,7 +23,8 @@ import platformdirs
 
 from cockpit.assets import asset_dir
 from cockpit.errors import CockpitError
-from cockpit.sim.fleet.cleanup import fleet_processes, kill_fleet_processes
+from cockpit.pids import pid_exists
+from cockpit.sim.fleet.cleanup import fleet_processes, holder_processes, kill_fleet_processes
 from cockpit.sim.fleet.layout import FleetConfig, FleetLayout, ServerKind, node_host, node_names
 from cockpit.sim.tools.launchers import PROJECT_ROOT
 from cockpit.sim.tools.nodestate import NodeState, Record, pid_alive, write_json_atomic
@@ -218,6 +219,21 @@ class SimFleet:
     def leftover_processes(self) -> list[int]:
         """Processes started on the fleet that still run (empty after `stop`)."""
         return fleet_processes(self.root)
+
+    def processes(self) -> list[int]:
+        """Everything of the fleet that runs now: its daemon, the nodes' namespace holders,
+        what runs on the nodes (sessions, containers)."""
+        pid = self.pid()
+        return [*([pid] if pid else []), *holder_processes(self.root), *self.leftover_processes()]
+
+    @staticmethod
+    def wait_reaped(pids: list[int], timeout: float) -> list[int]:
+        """Wait until none of `pids` is in the process table any more (an exited process stays
+        there as a zombie until its parent, often init, reaps it); returns those still listed."""
+        deadline = time.monotonic() + timeout
+        while (listed := [p for p in pids if pid_exists(p)]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return listed
 
     def _log_tail(self, lines: int = 30) -> str:
         try:
