@@ -1,7 +1,8 @@
 """What a simulated node says about itself, to any tool that asks: a GB10, its own name and ids.
 
-Written at provisioning into `<node dir>/identity/` and shown to every session on the node by
-its namespaces (`cockpit.sim.fleet.namespaces`): the files are bind-mounted over the machine's
+Written at provisioning into `<node dir>/identity/` (most of it as `identity.tar`, unpacked by
+the node's namespace holder into a tmpfs at `identity/ns/`) and shown to every session on the node
+by its namespaces (`cockpit.sim.fleet.namespaces`): the files are bind-mounted over the machine's
 own, so `cat`, `free`, `hostname`, a peer's script and the cockpit's probe read them where they
 read them on a real node.
 
@@ -12,8 +13,10 @@ read them on a real node.
   ../proc/meminfo                 /proc/meminfo (kept by the fleet daemon, `meminfo.py`)
   sys/class/{net,infiniband}      the management port and the ConnectX-7's netdevs and RDMA
                                   devices, each linked to its PCI function under sys/devices
-  net.json                        the same interfaces as data, for `ip` and the engine's NCCL log
   etc-ssh/                        /etc/ssh with the node's own host key (no other key)
+  net.json, ibdev2netdev          (on disk) the interfaces as data, for `ip`, `ibdev2netdev` and
+                                  the engine's NCCL log
+  fstab, enter.sh                 (on disk) the mounts, and the script that makes them
 
 What a namespace cannot change is answered by wrappers first on the node's PATH (`uname` says
 aarch64, `lscpu`, `ibdev2netdev`, `ip`), written into the fleet's bin folder.
@@ -27,12 +30,14 @@ SSH address, the fabric twins the same host part on their own /24 (second octet 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import secrets
 import shlex
 import shutil
 import sys
+import tarfile
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -183,24 +188,55 @@ def interfaces(
     return out
 
 
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+class Tree:
+    """A folder tree built in memory and written as one tar (one file on disk per node: creating
+    the ~150 small files of a node's sysfs and /etc on a journaled disk costs ~70 ms a node; the
+    holder unpacks the tar into a tmpfs of the node's namespace instead)."""
+
+    def __init__(self) -> None:
+        self._entries: list[tuple[tarfile.TarInfo, bytes | None]] = []
+        self._dirs: set[str] = {""}
+
+    def _parents(self, path: str) -> None:
+        parent = path.rpartition("/")[0]
+        if parent not in self._dirs:
+            self._parents(parent)
+            self._dirs.add(parent)
+            info = tarfile.TarInfo(parent)
+            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            self._entries.append((info, None))
+
+    def file(self, path: str, text: str, mode: int = 0o644) -> None:
+        self._parents(path)
+        data = text.encode()
+        info = tarfile.TarInfo(path)
+        info.size, info.mode = len(data), mode
+        self._entries.append((info, data))
+
+    def link(self, path: str, target: str) -> None:
+        self._parents(path)
+        info = tarfile.TarInfo(path)
+        info.type, info.linkname = tarfile.SYMTYPE, target
+        self._entries.append((info, None))
+
+    def tar(self) -> bytes:
+        out = io.BytesIO()
+        with tarfile.open(fileobj=out, mode="w", format=tarfile.GNU_FORMAT) as archive:
+            for info, data in self._entries:
+                archive.addfile(info, io.BytesIO(data) if data is not None else None)
+        return out.getvalue()
 
 
-def _sysfs(root: Path, ifaces: list[dict[str, object]], seed: str) -> None:
-    """sys/devices/<pci>/{net/<if>, infiniband/<hca>} and the class folders linking to them."""
-    classes = root / "class"
-    (classes / "net").mkdir(parents=True)
-    (classes / "infiniband").mkdir()
-    (classes / "net" / "lo").symlink_to("/sys/devices/virtual/net/lo")
+def _sysfs(tree: Tree, mounted: Path, ifaces: list[dict[str, object]], seed: str) -> None:
+    """sys/devices/<pci>/{net/<if>, infiniband/<hca>} and the class folders linking to them
+    (absolute links: `mounted` is where the tree is unpacked inside the node's namespace)."""
+    tree.link("sys/class/net/lo", "/sys/devices/virtual/net/lo")
     image_guid = _guid(seed, "system-image")
     for iface in ifaces:
         if iface["kind"] == "loopback":
             continue
         name, up = str(iface["name"]), bool(iface["up"])
-        function = root / "devices" / str(iface["pci"])
-        net = function / "net" / name
+        net = f"sys/devices/{iface['pci']}/net/{name}"
         values = {
             "address": iface["mac"], "mtu": iface["mtu"], "operstate": "up" if up else "down",
             "carrier": int(up), "speed": iface["speed"] if up else -1, "type": 1,
@@ -209,44 +245,48 @@ def _sysfs(root: Path, ifaces: list[dict[str, object]], seed: str) -> None:
         if "port" in iface:
             values["phys_port_name"] = iface["port"]
         for key, value in values.items():
-            _write(net / key, f"{value}\n")
-        (net / "device").symlink_to("../..")
-        (classes / "net" / name).symlink_to(net)
+            tree.file(f"{net}/{key}", f"{value}\n")
+        tree.link(f"{net}/device", "../..")
+        tree.link(f"sys/class/net/{name}", str(mounted / net))
         if "hca" not in iface:
             continue
-        hca = function / "infiniband" / str(iface["hca"])
-        port = hca / "ports" / "1"
-        _write(port / "state", "4: ACTIVE\n" if up else "1: DOWN\n")
-        _write(port / "phys_state", "5: LinkUp\n" if up else "3: Disabled\n")
-        _write(port / "rate", f"{CX7_RATE}\n")
-        _write(port / "link_layer", "Ethernet\n")
+        hca = f"sys/devices/{iface['pci']}/infiniband/{iface['hca']}"
+        port = f"{hca}/ports/1"
+        tree.file(f"{port}/state", "4: ACTIVE\n" if up else "1: DOWN\n")
+        tree.file(f"{port}/phys_state", "5: LinkUp\n" if up else "3: Disabled\n")
+        tree.file(f"{port}/rate", f"{CX7_RATE}\n")
+        tree.file(f"{port}/link_layer", "Ethernet\n")
         gids = [_link_local_gid(str(iface["mac"]))] * 2
         gids += [_mapped_gid(str(a["local"])) for a in iface["addrs"] for _ in (0, 1)]  # type: ignore[attr-defined]
         for index, gid in enumerate(gids):
-            _write(port / "gids" / str(index), f"{gid}\n")
+            tree.file(f"{port}/gids/{index}", f"{gid}\n")
             kind = "RoCE v2" if index % 2 else "IB/RoCE v1"
-            _write(port / "gid_attrs" / "types" / str(index), f"{kind}\n")
-            _write(port / "gid_attrs" / "ndevs" / str(index), f"{name}\n")
-        _write(hca / "node_type", "1: CA\n")
-        _write(hca / "hca_type", "MT4129\n")
-        _write(hca / "node_guid", _guid(seed, str(iface["hca"])) + "\n")
-        _write(hca / "sys_image_guid", image_guid + "\n")
-        (hca / "device").symlink_to("../..")
-        (classes / "infiniband" / str(iface["hca"])).symlink_to(hca)
+            tree.file(f"{port}/gid_attrs/types/{index}", f"{kind}\n")
+            tree.file(f"{port}/gid_attrs/ndevs/{index}", f"{name}\n")
+        tree.file(f"{hca}/node_type", "1: CA\n")
+        tree.file(f"{hca}/hca_type", "MT4129\n")
+        tree.file(f"{hca}/node_guid", _guid(seed, str(iface["hca"])) + "\n")
+        tree.file(f"{hca}/sys_image_guid", image_guid + "\n")
+        tree.link(f"{hca}/device", "../..")
+        tree.link(f"sys/class/infiniband/{iface['hca']}", str(mounted / hca))
 
 
-def _etc_ssh(target: Path, host_public_key: Path) -> None:
+def _etc_ssh(tree: Tree, host_public_key: Path) -> None:
     """The machine's /etc/ssh (client and server configs) with this node's host key only."""
     source = Path("/etc/ssh")
-    if source.is_dir():
-        shutil.copytree(source, target, ignore=shutil.ignore_patterns("ssh_host_*", "moduli"))
-    else:
-        target.mkdir()
-    shutil.copyfile(host_public_key, target / "ssh_host_ed25519_key.pub")
+    for path in sorted(source.rglob("*")) if source.is_dir() else []:
+        if path.is_file() and not path.name.startswith("ssh_host_") and path.name != "moduli":
+            tree.file(f"etc-ssh/{path.relative_to(source)}", path.read_text(), 0o644)
+    tree.file("etc-ssh/ssh_host_ed25519_key.pub", host_public_key.read_text())
 
 
 def identity_dir(node_dir: Path) -> Path:
     return node_dir / "identity"
+
+
+def mounted_dir(node_dir: Path) -> Path:
+    """Where the node's tree is unpacked (a tmpfs seen only inside the node's namespace)."""
+    return identity_dir(node_dir) / "ns"
 
 
 def write_identity(
@@ -257,48 +297,71 @@ def write_identity(
     active: set[str],
     host_public_key: Path,
 ) -> None:
-    """Create the node's identity folder (fresh ids every provisioning, as a new machine)."""
+    """Create the node's identity (fresh ids every provisioning, as a new machine): on disk what
+    tools read in every mode (net.json, ibdev2netdev) and the holder's files; the rest in
+    identity.tar."""
     root = identity_dir(node_dir)
     shutil.rmtree(root, ignore_errors=True)
-    root.mkdir(parents=True)
+    mounted_dir(node_dir).mkdir(parents=True)
     machine_id = secrets.token_hex(16)
-    _write(root / "hostname", f"{name}\n")
-    _write(root / "machine-id", f"{machine_id}\n")
-    _write(root / "boot_id", f"{uuid.uuid4()}\n")
-    _write(root / "cpuinfo", cpuinfo())
     ifaces = interfaces(node_addr, hcas, active, machine_id)
-    _write(root / "net.json", json.dumps({"interfaces": ifaces}, indent=1))
-    _write(root / "ibdev2netdev", render_ibdev2netdev(ifaces))
-    _sysfs(root / "sys", ifaces, machine_id)
-    _etc_ssh(root / "etc-ssh", host_public_key)
-    _write(root / "enter.sh", enter_script(node_dir, name))
+    (root / "net.json").write_text(json.dumps({"interfaces": ifaces}, indent=1))
+    (root / "ibdev2netdev").write_text(render_ibdev2netdev(ifaces))
+    tree = Tree()
+    tree.file("hostname", f"{name}\n")
+    tree.file("machine-id", f"{machine_id}\n", 0o444)
+    tree.file("boot_id", f"{uuid.uuid4()}\n", 0o444)
+    tree.file("cpuinfo", cpuinfo(), 0o444)
+    _sysfs(tree, mounted_dir(node_dir), ifaces, machine_id)
+    _etc_ssh(tree, host_public_key)
+    (root / "identity.tar").write_bytes(tree.tar())
+    (root / "fstab").write_text(mounts(node_dir))
+    (root / "enter.sh").write_text(enter_script(node_dir, name))
+
+
+def mounts(node_dir: Path) -> str:
+    """The fstab of the node's mount namespace: every file of the identity over the machine's
+    own, in order (the sysfs overlay adds `infiniband/` to /sys/class, then the node's `net/`
+    hides the machine's interfaces)."""
+    root = mounted_dir(node_dir)
+    sysclass = _overlay_path(root / "sys" / "class")
+    entries = [
+        (str(meminfo_path(node_dir)), "/proc/meminfo", "none", "bind"),
+        (str(root / "cpuinfo"), "/proc/cpuinfo", "none", "bind"),
+        (str(root / "boot_id"), "/proc/sys/kernel/random/boot_id", "none", "bind"),
+        (str(root / "machine-id"), "/etc/machine-id", "none", "bind"),
+        (str(root / "hostname"), "/etc/hostname", "none", "bind"),
+        ("cockpit-sim-sysfs", "/sys/class", "overlay", f"lowerdir={sysclass}:/sys/class"),
+        (str(root / "sys" / "class" / "net"), "/sys/class/net", "none", "bind"),
+    ]
+    if Path("/etc/ssh").is_dir():
+        entries.append((str(root / "etc-ssh"), "/etc/ssh", "none", "bind"))
+    return "".join(" ".join(map(_fstab_field, entry)) + " 0 0\n" for entry in entries)
 
 
 def enter_script(node_dir: Path, name: str) -> str:
-    """The setup a node's namespace holder runs inside fresh mount and UTS namespaces: every
-    file of the identity over the machine's own, the node's name, then "ready" on stdout."""
-    root = identity_dir(node_dir)
-    q = shlex.quote
-    sysclass = _overlay_path(root / "sys" / "class")
-    binds = [
-        (meminfo_path(node_dir), "/proc/meminfo"),
-        (root / "cpuinfo", "/proc/cpuinfo"),
-        (root / "boot_id", "/proc/sys/kernel/random/boot_id"),
-        (root / "machine-id", "/etc/machine-id"),
-        (root / "hostname", "/etc/hostname"),
-    ]
-    lines = ["set -e"]
-    lines += [f"mount --bind {q(str(src))} {dst}" for src, dst in binds]
-    lines += [
-        f"mount -t overlay cockpit-sim-sysfs -o {q('lowerdir=' + sysclass + ':/sys/class')} "
-        "/sys/class",
-        f"mount --bind {q(str(root / 'sys' / 'class' / 'net'))} /sys/class/net",
-        f"if [ -d /etc/ssh ]; then mount --bind {q(str(root / 'etc-ssh'))} /etc/ssh; fi",
-        f"hostname {q(name)}",
-        "echo ready",
-        "exec sleep infinity",
-    ]
-    return "\n".join(lines) + "\n"
+    """What a node's namespace holder runs inside its fresh mount and UTS namespaces: the tree
+    unpacked into a tmpfs, the mounts of `identity/fstab` (one `mount` for all), the node's name,
+    "ready" on stdout, then it holds them. Few programs: a holder per node starts with the
+    fleet."""
+    root, q = identity_dir(node_dir), shlex.quote
+    mounted = q(str(mounted_dir(node_dir)))
+    return (
+        "set -e\n"
+        f"mount -t tmpfs -o mode=0755,size=4m cockpit-sim-identity {mounted}\n"
+        f"tar -xf {q(str(root / 'identity.tar'))} -C {mounted}\n"
+        f"mount --all --fstab {q(str(root / 'fstab'))}\n"
+        f"echo {shlex.quote(name)} >/proc/sys/kernel/hostname\n"
+        "echo ready\n"
+        "exec sleep infinity\n"
+    )
+
+
+def _fstab_field(text: str) -> str:
+    """A field of fstab(5): blanks and backslashes octal-escaped."""
+    for char in ("\\", " ", "\t", "\n"):
+        text = text.replace(char, f"\\{ord(char):03o}")
+    return text
 
 
 def _overlay_path(path: Path) -> str:
