@@ -19,7 +19,9 @@ read them on a real node.
   fstab, enter.sh                 (on disk) the mounts, and the script that makes them
 
 What a namespace cannot change is answered by wrappers first on the node's PATH (`uname` says
-aarch64, `lscpu`, `ibdev2netdev`, `ip`), written into the fleet's bin folder.
+aarch64, `lscpu`'s summary, `ibdev2netdev`, `ip`), written into the fleet's bin folder. The
+machine's own cores stay visible where a real program needs them to run: `lscpu --extended` /
+`--json`, `nproc`, /sys/devices/system/cpu (vLLM's CPU build binds its threads from them).
 
 Port wiring: the CX7 devices the node's clusters name in their `[nccl]` block are ACTIVE with an
 address (the switch fabric's f0 pair on every node, the f1 pair where a cluster uses it); the
@@ -384,8 +386,9 @@ out=$({real} "$@") || exit
 printf '%s\\n' "${{out//x86_64/aarch64}}"
 """
 LSCPU = """#!/bin/bash
-# lscpu of a simulated GB10 (the summary only)
-if [ $# -gt 0 ]; then echo "lscpu: a simulated GB10 shows its summary only" >&2; exit 1; fi
+# lscpu of a simulated GB10: its summary; other forms (--extended, --json, --parse) are the
+# machine's, whose cores a real program on the node (the real-vLLM lane's engine) runs on
+if [ $# -gt 0 ]; then exec {real} "$@"; fi
 cat <<'EOF'
 {text}EOF
 """
@@ -398,9 +401,10 @@ exec cat "$COCKPIT_SIM_NODE_DIR/identity/ibdev2netdev"
 def write_identity_tools(bin_dir: Path, project_root: Path) -> None:
     """`uname`, `lscpu`, `ibdev2netdev` and `ip` for every node's PATH."""
     real_uname = shutil.which("uname", path=os.defpath) or "/usr/bin/uname"
+    real_lscpu = shutil.which("lscpu", path=os.defpath) or "/usr/bin/lscpu"
     scripts = {
         "uname": UNAME.format(real=shlex.quote(real_uname)),
-        "lscpu": LSCPU.format(text=lscpu()),
+        "lscpu": LSCPU.format(real=shlex.quote(real_lscpu), text=lscpu()),
         "ibdev2netdev": IBDEV2NETDEV,
         "ip": LAUNCHER.format(python=sys.executable, root=str(project_root)),
     }
