@@ -117,6 +117,5 @@ async def test_a_workers_nccl_failure_takes_the_head_down(
     assert container(fleet, head)["State"]["ExitCode"] == 1
     assert not any(STARTUP in line or "Init COMPLETE" in line for line in head_log)
     assert any("Worker proc VllmWorker-1 died unexpectedly" in line for line in head_log)
-    assert any("Engine core initialization failed" in line for line in head_log)
     assert any("ibv_modify_qp failed" in line for line in worker_log)
     assert container(fleet, worker)["State"]["ExitCode"] == 1

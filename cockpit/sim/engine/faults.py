@@ -119,18 +119,6 @@ def engine_dead_traceback() -> list[str]:
     ]
 
 
-def engine_init_failed_traceback() -> list[str]:
-    """What the head prints when a worker dies before the engine finished its init."""
-    return [
-        "Traceback (most recent call last):",
-        '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 1013, in '
-        "run_engine_core",
-        "    raise e",
-        "RuntimeError: Engine core initialization failed. See root cause above. Failed core "
-        "proc(s): {}",
-    ]
-
-
 def worker_lost_traceback(master: str) -> list[str]:
     """What a worker prints when the head's socket closes under it."""
     return [

@@ -373,11 +373,7 @@ async def run_head(r: Rank, stop: asyncio.Event) -> int:
         await _first(booting, link.lost.wait(), stop.wait())
         if not booting.done():
             booting.cancel()
-            if link.lost.is_set():
-                code = _peer_lost(r, link)
-                r.bare(faults.engine_init_failed_traceback())
-                return code
-            return _shutdown(r)
+            return _peer_lost(r, link) if link.lost.is_set() else _shutdown(r)
         if booting.result() is not None:
             return booting.result() or 1
         core, runner = await _serve(r, plan)
