@@ -70,8 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     env = node_environment(args[0])
     os.chdir(env["HOME"])
     command = os.environ.get("SSH_ORIGINAL_COMMAND")
-    argv = session_argv(args[0], ["bash", "-l"] if command is None else ["bash", "-c", command],
-                        env["HOME"])  # fmt: skip
+    shell = ["bash", "-l"] if command is None else ["bash", "-c", command]
+    argv = session_argv(args[0], shell, env["HOME"])
     if command is None:
         os.execvpe(argv[0], argv, env)
     pid = os.fork()
