@@ -324,7 +324,7 @@ def write_identity(
 def mounts(node_dir: Path) -> str:
     """The fstab of the node's mount namespace: every file of the identity over the machine's
     own, in order (the sysfs overlay adds `infiniband/` to /sys/class, then the node's `net/`
-    hides the machine's interfaces)."""
+    hides the machine's interfaces); a file the machine lacks is not mounted over."""
     root = mounted_dir(node_dir)
     sysclass = _overlay_path(root / "sys" / "class")
     entries = [
@@ -335,10 +335,10 @@ def mounts(node_dir: Path) -> str:
         (str(root / "hostname"), "/etc/hostname", "none", "bind"),
         ("cockpit-sim-sysfs", "/sys/class", "overlay", f"lowerdir={sysclass}:/sys/class"),
         (str(root / "sys" / "class" / "net"), "/sys/class/net", "none", "bind"),
+        (str(root / "etc-ssh"), "/etc/ssh", "none", "bind"),
     ]
-    if Path("/etc/ssh").is_dir():
-        entries.append((str(root / "etc-ssh"), "/etc/ssh", "none", "bind"))
-    return "".join(" ".join(map(_fstab_field, entry)) + " 0 0\n" for entry in entries)
+    kept = [e for e in entries if os.path.exists(e[1])]  # a machine without /etc/machine-id…
+    return "".join(" ".join(map(_fstab_field, entry)) + " 0 0\n" for entry in kept)
 
 
 def enter_script(node_dir: Path, name: str) -> str:
