@@ -3,7 +3,7 @@ simulated node's facts come from the files a real node's come from.
 
 The "real node" is a plain SSH server on loopback running the machine's bash with nothing of the
 simulator (tests/ssh/conftest.py); the simulated one a node of the session fleet. Each node's
-probe is read back from the node's process table: the argv of the stream supervisor that runs it.
+probe is read back from its processes: the argv of the stream supervisor that runs it.
 """
 
 from __future__ import annotations
@@ -26,20 +26,28 @@ GIB = 1 << 30
 SIM_NODE = b"COCKPIT_SIM_NODE="
 
 
-def running_probes() -> dict[bool, bytes]:
-    """The probe script of every probe stream on this machine, keyed by "runs on a simulated
-    node" (its environment has the node's variables)."""
-    found: dict[bool, bytes] = {}
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
+def probe_of(pids: list[int]) -> bytes | None:
+    """The probe script one of these processes runs (the stream supervisor's command)."""
+    for pid in pids:
         try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
-            environ = (proc / "environ").read_bytes().split(b"\0")
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
         if len(argv) > 4 and argv[3] == b"cockpit-stream" and b"emit mem" in argv[4]:
-            found[any(e.startswith(SIM_NODE) for e in environ)] = argv[4]
+            return argv[4]
+    return None
+
+
+def node_processes(node_dir: Path) -> list[int]:
+    """The processes of one simulated node (its sessions carry the node's directory)."""
+    entry = f"COCKPIT_SIM_NODE_DIR={node_dir}".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and entry in (proc / "environ").read_bytes().split(b"\0"):
+                found.append(int(proc.name))
+        except OSError:
+            continue
     return found
 
 
@@ -57,13 +65,14 @@ async def test_a_real_and_a_simulated_node_run_the_same_probe(
         FleetPoller(sim_pool, ["dgx4"], FAST) as sim_poller,
     ):
         await asyncio.gather(real_poller.wait_first_round(15), sim_poller.wait_first_round(15))
-        probes = running_probes()
+        real_probe = probe_of([p.pid for p in real.procs])
+        sim_probe = probe_of(node_processes(sim_fleet.node_dir("dgx4")))
         real_mem = real_poller.facts()["real1"].meminfo
         sim_mem = sim_poller.facts()["dgx4"].meminfo
-    assert set(probes) == {True, False}, "one probe on each node"
-    assert probes[True] == probes[False], "byte-identical"
-    assert not re.search(rb"COCKPIT_|SIM", probes[True]), "no simulator hook in the script"
-    assert b"</proc/meminfo" in probes[True]
+    assert real_probe is not None and sim_probe is not None, "one probe on each node"
+    assert real_probe == sim_probe, "byte-identical"
+    assert not re.search(rb"COCKPIT_|SIM", sim_probe), "no simulator hook in the script"
+    assert b"</proc/meminfo" in sim_probe
     host = parse_meminfo(Path("/proc/meminfo").read_text())
     assert real_mem is not None and host is not None and real_mem.total_bytes == host.total_bytes
     assert sim_mem is not None and abs(sim_mem.total_bytes / GIB - GB10_MEMORY_GIB) < 0.01
