@@ -109,6 +109,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--write-results", action="store_true")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     runs: dict[str, list[dict[str, float]]] = {mode: [] for mode in MODES}
     files: dict[bool, list[float]] = {False: [], True: []}
     for _ in range(args.runs):
@@ -133,7 +134,9 @@ def main() -> None:
         f"--runs {args.runs}` ({datetime.now(UTC):%Y-%m-%d})",
         "",
         f"{args.nodes} nodes (asyncssh), {args.sessions} sequential sessions on one connection; "
-        f"the fleet CPU covers start, the sessions and stop; medians of {args.runs} runs.",
+        f"the fleet CPU covers start, the sessions and stop; medians of {args.runs} runs; "
+        f"load average {load_before:.1f} → {os.getloadavg()[0]:.1f} on this shared machine "
+        "(wall times and provisioning swing with it; CPU times less).",
         "",
         "| | wrappers only | namespaces | namespaces / wrappers |",
         "|---|---:|---:|---:|",
