@@ -94,6 +94,16 @@ async def test_the_head_serves_only_once_every_worker_has_booted(
     worker_nccl = first(worker_log, "Init COMPLETE")
     assert head_nccl is not None and worker_nccl is not None
     assert abs(head_nccl - worker_nccl) < 0.5, "NCCL init completes on every rank together"
+    # what NCCL claims is what the node shows: its RDMA devices and its socket interface's address
+    async with connect(fleet, "dgx5") as conn:
+        shown = (await conn.run(
+            "ip -4 -o addr show dev enp1s0f0np0; ibdev2netdev", check=True)).stdout  # fmt: skip
+    address = shown.split()[3].split("/")[0]
+    assert any(f"Bootstrap: Using enp1s0f0np0:{address}<0>" in text for _, text in head_log)
+    assert any("NET/IB : Using [0]rocep1s0f0:1/RoCE [1]roceP2p1s0f0:1/RoCE" in text
+               for _, text in head_log)  # fmt: skip
+    assert "rocep1s0f0 port 1 ==> enp1s0f0np0 (Up)" in shown
+    assert "roceP2p1s0f0 port 1 ==> enP2p1s0f0np0 (Up)" in shown
 
 
 async def test_a_workers_nccl_failure_takes_the_head_down(
