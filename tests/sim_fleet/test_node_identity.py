@@ -10,10 +10,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import socket
+import subprocess
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -136,3 +139,41 @@ async def test_identity_modes(mode: str, fleet_factory: Callable[..., SimFleet])
         assert lines[0] == "dgx2" and abs(int(lines[7]) / GIB - GB10_MEMORY_GIB) < 0.01
     else:
         assert lines[0] == socket.gethostname()
+
+
+@pytest.fixture
+def open_dir() -> Iterator[Path]:
+    """A folder `nobody` may read (pytest's own are root's only)."""
+    path = Path(tempfile.mkdtemp(prefix="cockpit-nobody-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_an_unprivileged_user_gets_the_node_namespace(open_dir: Path) -> None:
+    """The user-namespaces mode as a user without privileges has it: a node's own setup, run as
+    `nobody` inside `unshare --user --map-root-user`, shows the node (the fleet is root's; its
+    folder is opened to `nobody` for the check)."""
+    tmp_path = open_dir
+    fleet = SimFleet(tmp_path / "fleet", 1, owner_pid=os.getpid())
+    try:
+        fleet.start()
+        subprocess.run(["chmod", "-R", "a+rX", str(tmp_path)], check=True)
+        setup = (fleet.node_dir("dgx1") / "identity" / "enter.sh").read_text()
+        assert setup.endswith("exec sleep infinity\n")
+        check = setup.removesuffix("exec sleep infinity\n") + (
+            "hostname; awk '/^MemTotal:/ {print $2}' /proc/meminfo; ls /sys/class/infiniband; id -u"
+        )
+        done = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
+             "unshare", "--user", "--map-root-user", "--mount", "--uts", "--propagation",
+             "private", "--", "/bin/sh", "-c", check],
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+    finally:
+        fleet.stop()
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.split()
+    assert lines[:3] == ["ready", "dgx1", str(int(GB10_MEMORY_GIB * 1024 * 1024))]
+    assert lines[3:7] == ["roceP2p1s0f0", "roceP2p1s0f1", "rocep1s0f0", "rocep1s0f1"]
+    assert lines[7] == "0", "root inside its user namespace only"

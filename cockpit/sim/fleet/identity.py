@@ -353,7 +353,7 @@ def enter_script(node_dir: Path, name: str) -> str:
         f"mount -t tmpfs -o mode=0755,size=4m cockpit-sim-identity {mounted}\n"
         f"tar -xf {q(str(root / 'identity.tar'))} -C {mounted}\n"
         f"mount --all --fstab {q(str(root / 'fstab'))}\n"
-        f"echo {shlex.quote(name)} >/proc/sys/kernel/hostname\n"
+        f"hostname {shlex.quote(name)}\n"
         "echo ready\n"
         "exec sleep infinity\n"
     )
