@@ -95,7 +95,10 @@ def _counts(fleet: SimFleet, node: str) -> tuple[int, int, int]:
 def _summary(fleet: SimFleet) -> Table:
     stopped = set(fleet.status().get("stopped", []))  # type: ignore[call-overload]
     kind = "real Docker" if fleet.config.docker == "real" else "simulated docker"
-    table = Table(title=f"simulated fleet in {fleet.root} ({kind})", title_justify="left")
+    table = Table(
+        title=f"simulated fleet in {fleet.root} ({kind}, node identity by {fleet.identity_mode})",
+        title_justify="left",
+    )
     for column in ("node", "ssh endpoint", "state", "images", "containers"):
         table.add_column(column)
     for node in fleet.nodes:
@@ -140,8 +143,9 @@ def up(
     fleet.start()
     kind = ", a Docker daemon per node" if docker == "real" else ""
     console.print(
-        f"{nodes} simulated nodes up ({server}{kind}, port {fleet.port}); "
-        f"inventory: {fleet.root}\ntry: cockpit --inventory {fleet.root} status"
+        f"{nodes} simulated nodes up ({server}{kind}, port {fleet.port}, node identity by "
+        f"{fleet.identity_mode}); inventory: {fleet.root}\n"
+        f"try: cockpit --inventory {fleet.root} status, or ssh -F {fleet.ssh_config} dgx1"
         + (
             f"\nbench it with COCKPIT_TIME_SCALE={speed!r} (engine time runs {speed:g}x)"
             if speed != 1
@@ -150,15 +154,26 @@ def up(
     )
 
 
+REAP_WAIT_S = 10.0
+"""How long `sim down` waits for the fleet's exited processes to leave the process table."""
+
+
 @sim.command()
 @dir_option
 def down(root: Path | None) -> None:
-    """Stop the fleet in DIR: its servers and every container process."""
+    """Stop the fleet in DIR: its servers and every container process; returns once they are
+    all gone (exited, and reaped by their parent: a peer's `ps` no longer lists them)."""
     fleet = SimFleet.attach(_root(root))
+    before = fleet.processes()
     fleet.stop()
-    left = fleet.leftover_processes()
+    left = fleet.processes()
+    if left:
+        console.print(f"fleet in {fleet.root}: {len(left)} processes left running: {left}")
+        raise SystemExit(1)
+    listed = fleet.wait_reaped(before, REAP_WAIT_S)
     console.print(
-        f"fleet in {fleet.root} stopped" + (f" ({len(left)} processes left!)" * bool(left))
+        f"fleet in {fleet.root} stopped"
+        + (f" ({len(listed)} exited processes not yet reaped by their parent)" * bool(listed))
     )
 
 

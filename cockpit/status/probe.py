@@ -3,8 +3,7 @@
 Polling by exec costs an SSH session, a login shell and the tool's process per sample, on nodes
 that are shared. The probe instead keeps `nvidia-smi -lms` running for GPU samples and, in the
 same channel, a bash loop that reads /proc/meminfo with builtins and runs the docker / compute-app
-queries at a slower pace (`COCKPIT_MEMINFO`, when a node's sessions set it, names the meminfo
-file to read instead: a simulated node's own). Every output line is tagged (`gpu\t…`, `mem\t…`),
+queries at a slower pace. Every output line is tagged (`gpu\t…`, `mem\t…`),
 so the background GPU lines may interleave with a section; a section ends with
 `TAG.\t<exit status>`.
 """
@@ -107,7 +106,7 @@ exec 3<> <(:)
 {{ {gpu} 2>/dev/null | first_gpu; printf 'gpu.\\t%s\\n' "${{PIPESTATUS[0]}}"; }} &
 n=0
 while :; do
-  emit mem <"${{COCKPIT_MEMINFO:-/proc/meminfo}}"
+  emit mem </proc/meminfo
   printf 'mem.\\t%s\\n' $?
   (( n )) || read -t {FIRST_GPU_WAIT_S:g} -N 1 -u 3 _
   section ps {shlex.join(PS_QUERY)}

@@ -225,7 +225,8 @@ async def test_bench_host_streams_the_same_events_over_ssh(
     assert isinstance(last, SweepFinished) and last.ok
     report = artifacts.load_report(Path(last.report_json))
     assert report.environment.driver == f"builtin on {node}"
-    assert report.environment.client_link == "loopback"  # as the bench host reported it
+    # as the bench host reported it: a simulated node reaches the head over its management port
+    assert report.environment.client_link == "wired (enP7s7, 10000 Mb/s)"
     assert report.points[0].tg and report.environment.latency_ms > 0
 
 

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
+import subprocess
+import time
 import tomllib
 from pathlib import Path
 
 from cockpit.config import load_inventory
+from cockpit.pids import pid_exists
 from cockpit.sim.fleet import SimFleet
+from cockpit.sim.fleet.cleanup import holder_processes
+from cockpit.sim.tools.nodestate import pid_alive
 from tests.cli_runner import run_cockpit
+from tests.sim_fleet.test_rendezvous import container, lane, start
 
 
 def test_sim_up_writes_inventory_and_down_leaves_nothing(tmp_path: Path) -> None:
@@ -50,3 +57,47 @@ def test_sim_up_writes_inventory_and_down_leaves_nothing(tmp_path: Path) -> None
     assert fleet.leftover_processes() == []
     with socket.socket() as probe:
         assert probe.connect_ex((fleet.nodes[0].host, fleet.port)) != 0
+
+
+def test_sim_down_returns_once_everything_is_gone(tmp_path: Path) -> None:
+    """A lane serving, a long session open: when `sim down` returns, its daemon, the sessions,
+    the engines and the nodes' namespace holders are all gone (not going)."""
+    root = tmp_path / "fleet"
+    up = run_cockpit("sim", "up", "--nodes", "2", "--dir", root, "--boot-speed", "200")
+    assert up.returncode == 0, up.stderr
+    fleet = SimFleet.attach(root)
+    session = subprocess.Popen(
+        ["/usr/bin/ssh", "-F", str(fleet.ssh_config), "-o", "BatchMode=yes", "dgx2", "sleep 300"],
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        plan = lane(fleet, "qwen3-0.6b-2x", "2nodes-dac")
+        for rank in plan.launch_order:
+            asyncio.run(start(fleet, rank))
+        deadline = time.monotonic() + 30
+        while not any(p for p in fleet.leftover_processes() if b"sleep\x00300" in cmdline(p)):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        engines = [container(fleet, r)["State"]["Pid"] for r in plan.ranks]
+        running = [fleet.pid(), *engines, *fleet.leftover_processes(), *holder_processes(root)]
+        assert all(running) and len(holder_processes(root)) == 2
+        down = run_cockpit("sim", "down", "--dir", root)
+        assert down.returncode == 0 and down.stdout.strip().endswith("stopped"), down.stdout
+        alive = [pid for pid in running if pid_alive(pid)]
+        assert alive == [], [cmdline(pid) for pid in alive]
+        listed = [pid for pid in running if pid_exists(pid)]
+        assert listed == [], [Path(f"/proc/{pid}/stat").read_text()[:60] for pid in listed]
+        assert fleet.leftover_processes() == [] and holder_processes(root) == []
+        with socket.socket() as probe:
+            assert probe.connect_ex((fleet.nodes[1].host, fleet.port)) != 0
+    finally:
+        session.kill()
+        session.wait()
+        fleet.stop()
+
+
+def cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""

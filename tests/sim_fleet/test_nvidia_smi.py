@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -114,3 +115,51 @@ async def test_stale_load_reads_idle(small_fleet: SimFleet) -> None:
         )
     util, power = result.stdout.strip().split(", ")
     assert util == "0" and float(power) < 12
+
+
+async def test_list_query_and_refusal_forms(sim_fleet: SimFleet) -> None:
+    """The forms peers use: -L / --list-gpus (one GB10), -q (-d), compute_cap; an unknown option
+    is refused as the real tool refuses it, not answered with the table."""
+    async with connect(sim_fleet, "dgx5") as conn:
+        short = await conn.run("nvidia-smi -L")
+        long = await conn.run("nvidia-smi --list-gpus | wc -l")
+        report = await conn.run("nvidia-smi -q")
+        memory = await conn.run("nvidia-smi -q -d MEMORY")
+        caps = await conn.run(
+            "nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader"
+        )
+        bogus = await conn.run("nvidia-smi --bogus", check=False)
+        both = await conn.run("nvidia-smi -L -q", check=False)
+    assert re.fullmatch(r"GPU 0: NVIDIA GB10 \(UUID: GPU-[0-9a-f-]{36}\)\n", short.stdout)
+    assert long.stdout.strip() == "1"
+    lines = report.stdout.splitlines()
+    assert "==============NVSMI LOG==============" in lines
+    assert "    Product Name                          : NVIDIA GB10" in lines
+    assert "        Total                             : N/A" in lines, "unified memory"
+    assert any(line.startswith("        GPU Current Temp") for line in lines)
+    assert "FB Memory Usage" in memory.stdout and "Temperature" not in memory.stdout
+    assert caps.stdout == "NVIDIA GB10, 12.1, 580.95.05\n"
+    for refused in (bogus, both):
+        assert refused.exit_status == 2 and "Invalid combination" in refused.stdout
+        assert "NVIDIA-SMI" not in refused.stdout
+
+
+async def test_a_compute_app_is_the_containers_process(small_fleet: SimFleet) -> None:
+    """A containerised engine shows as the container runs it (`python3`), not as the path of the
+    interpreter on the machine running the fleet."""
+    node_dir = small_fleet.node_dir("dgx1")
+    containers = node_dir / "containers.json"
+    saved = containers.read_text()
+    record = {"Id": "c0ffee", "Path": "python3", "State": {"Running": True, "Pid": os.getpid()}}
+    containers.write_text(json.dumps([record]))
+    try:
+        publish_load(node_dir, util=40, mem_used_mib=90000, pid=os.getpid(), phase="decode")
+        async with connect(small_fleet, "dgx1") as conn:
+            apps = await conn.run(
+                "nvidia-smi --query-compute-apps=pid,process_name --format=csv,noheader"
+            )
+            pids = await conn.run("nvidia-smi -q -d PIDS")
+    finally:
+        containers.write_text(saved)
+    assert apps.stdout == f"{os.getpid()}, python3\n"
+    assert "            Name                          : python3" in pids.stdout.splitlines()

@@ -2,7 +2,8 @@
 
 The shell (`runtime`) sleeps `after_s / speed` before each event, prints it (formatting the
 timestamp at print time), publishes the GPU phase, and consults the node's faults at the
-`checkpoint` events ("nccl", "weights", "kv_alloc"). Durations come from the lane calibration:
+`checkpoint` events ("weights", "kv_alloc"; the head's "ranks_ready", the end of its engine
+init, waits for every worker's init first). Durations come from the lane calibration:
 a first boot of a MiMo lane spends most of its time in the 394-candidate b12x autotune; a second
 boot of the same model on the same node (compile cache present) skips it.
 """
@@ -289,7 +290,7 @@ def _profile_and_capture(plan: BootPlan) -> list[LogEvent]:
         events.append(
             LogEvent(0.5, "idle",
                      f"init engine (profile, create kv cache, warmup model) took {total:.2f} "
-                     "seconds", "EngineCore", "core.py:402")
+                     "seconds", "EngineCore", "core.py:402", checkpoint="ranks_ready")
         )  # fmt: skip
     return events
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 DEFAULT_HCAS = ("rocep1s0f0", "roceP2p1s0f0", "rocep1s0f1", "roceP2p1s0f1")
+DEFAULT_SOCKET_IFNAME = "enp1s0f0np0"
 NCCL_VERSION = "2.32.3+cuda13.4"
 
 
@@ -52,7 +53,7 @@ def init_lines(
 ) -> list[str]:
     """Everything one rank prints from `ncclCommInitRank` to `Init COMPLETE`."""
     pre = f"{host}:{pid}:{pid} [0] NCCL INFO "
-    ifname = env.get("NCCL_SOCKET_IFNAME", "enp1s0f0np0")
+    ifname = env.get("NCCL_SOCKET_IFNAME", DEFAULT_SOCKET_IFNAME)
     out = [pre + "cudaDriverVersion 13040"]
     if rank == 0:
         out.append(pre + f"NCCL version {NCCL_VERSION}")
@@ -64,7 +65,7 @@ def init_lines(
     if transport.network == "IB":
         for index, dev in enumerate(transport.devices):
             out.append(
-                pre + f"NET/IB : Made virtual device [{index}] name={dev} speed=100000 ndevs=1"
+                pre + f"NET/IB : Made virtual device [{index}] name={dev} speed=200000 ndevs=1"
             )
         gid = env.get("NCCL_IB_GID_INDEX", "0")
         out.append(pre + f"NET/IB : GID index {gid}, RoCE v2")

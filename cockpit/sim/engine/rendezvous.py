@@ -1,15 +1,21 @@
 """Head ↔ worker link over TCP on `--master-addr:--master-port` (JSON lines), like torch's store.
 
 Workers connect (retrying while the head is not up yet: workers start first), say their rank and
-wait for "go" (all ranks joined: NCCL init may start). Afterwards the head streams its GPU load
-so every rank's nvidia-smi follows the engine, and each side notices the other vanishing when the
-socket closes (a dead head takes its workers down, as in vLLM's multiproc executor).
+wait for "go" (all ranks joined: NCCL init may start). Collective steps are barriers, as on a
+real lane: a worker reports reaching a checkpoint (`report`), the head waits until every worker
+has (`wait_all`) and, for the NCCL init, tells them all it passed (`{"type": "passed"}`), so no
+rank's `Init COMPLETE` comes before every rank's init, and the head does not finish its engine
+init (nor serve) before every worker has finished its own. The head also streams its GPU load so
+every rank's nvidia-smi follows the engine, and each side notices the other vanishing when the
+socket closes (a dead head takes its workers down, a dead worker its head, as in vLLM's
+multiproc executor).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +28,8 @@ class HeadLink:
         self.port = port
         self.expected = expected
         self._writers: dict[int, asyncio.StreamWriter] = {}
+        self._reached: defaultdict[str, set[int]] = defaultdict(set)
+        self._progress = asyncio.Event()
         self._joined = asyncio.Event()
         self.lost = asyncio.Event()
         self.lost_rank: int | None = None
@@ -42,7 +50,14 @@ class HeadLink:
         self._writers[rank] = writer
         if len(self._writers) >= self.expected:
             self._joined.set()
-        await reader.read()
+        while line := await reader.readline():
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if message.get("type") == "at":
+                self._reached[str(message.get("checkpoint"))].add(rank)
+                self._progress.set()
         if self._writers.pop(rank, None) is not None and self.lost_rank is None:
             self.lost_rank = rank
             self.lost.set()
@@ -53,6 +68,12 @@ class HeadLink:
         except TimeoutError:
             return False
         return True
+
+    async def wait_all(self, checkpoint: str) -> None:
+        """Until every worker has reported `checkpoint` (a worker lost meanwhile: `lost`)."""
+        while len(self._reached[checkpoint]) < self.expected:
+            self._progress.clear()
+            await self._progress.wait()
 
     @property
     def joined(self) -> int:
@@ -94,6 +115,13 @@ class WorkerLink:
                 continue
             self._writer.write((json.dumps({"rank": self.rank}) + "\n").encode())
             return True
+
+    def report(self, checkpoint: str) -> None:
+        """Tell the head this rank reached `checkpoint`."""
+        assert self._writer is not None
+        if not self._writer.is_closing():
+            message = {"type": "at", "checkpoint": checkpoint}
+            self._writer.write((json.dumps(message) + "\n").encode())
 
     async def follow(self, on_message: Callable[[dict[str, Any]], None]) -> None:
         """Deliver the head's messages until its socket closes (returns then)."""

@@ -19,7 +19,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,11 @@ from cockpit.sim.engine.rendezvous import HeadLink, WorkerLink
 from cockpit.sim.engine.scheduler import Scheduler, SchedulerConfig
 from cockpit.sim.engine.server import AccessLogger, ServerContext, build_app
 from cockpit.sim.engine.stats import LOG_INTERVAL_S
+from cockpit.sim.tools.netinfo import address_of
+
+Barrier = Callable[[str], Awaitable[None]]
+"""A collective step: returns once every rank of the lane is through `checkpoint` ("nccl":
+NCCL init, "ready": the engine's init). A lost peer is noticed by the caller, not here."""
 
 RENDEZVOUS_TIMEOUT_S = 600.0
 RENDEZVOUS_MIN_WALL_S = 120.0
@@ -188,15 +193,20 @@ async def _publisher(r: Rank, link: HeadLink | None) -> None:
         await asyncio.sleep(PUBLISH_EVERY_S)
 
 
-async def _play(r: Rank, events: Iterable[boot.LogEvent], plan: boot.BootPlan) -> int | None:
+async def _play(
+    r: Rank, events: Iterable[boot.LogEvent], plan: boot.BootPlan, barrier: Barrier | None = None
+) -> int | None:
     """Print boot events on time; returns an exit code when a fault ends the boot.
 
     Each event is due at an absolute time, so the overhead of printing hundreds of lines does not
-    add up at high boot speeds."""
+    add up at high boot speeds. An event marked `ranks_ready` waits for every rank first."""
     due = time.monotonic()
     for event in events:
         due += event.after_s / r.boot_speed
         await asyncio.sleep(max(0.0, due - time.monotonic()))
+        if event.checkpoint == "ranks_ready" and barrier is not None:
+            await barrier("ready")
+            due = max(due, time.monotonic())
         r.phase = event.phase
         if event.checkpoint == "weights" and r.facts.has("weights_crash"):
             shard = int(event.msg.split("|")[1].split("/")[0])
@@ -222,8 +232,20 @@ async def _play(r: Rank, events: Iterable[boot.LogEvent], plan: boot.BootPlan) -
     return None
 
 
-async def _nccl(r: Rank, plan: boot.BootPlan) -> int | None:
-    oob = r.args.host if r.rank == 0 or r.args.host != "127.0.0.1" else r.args.master_addr
+def _oob_address(r: Rank) -> str:
+    """NCCL's bootstrap address: that of NCCL_SOCKET_IFNAME on this node (what `ip` shows
+    there), else the address the rank serves or reaches its head on."""
+    ifname = r.env.get("NCCL_SOCKET_IFNAME", nccl.DEFAULT_SOCKET_IFNAME).split(",")[0]
+    found = address_of(str(r.node_dir), ifname.lstrip("=")) if r.node_dir else None
+    if found:
+        return found
+    return r.args.host if r.rank == 0 or r.args.host != "127.0.0.1" else r.args.master_addr
+
+
+async def _nccl(r: Rank, plan: boot.BootPlan, barrier: Barrier) -> int | None:
+    """NCCL init: a collective, so `Init COMPLETE` waits until every rank is through it (a
+    rank whose queue pair cannot come up keeps the others waiting until it dies)."""
+    oob = _oob_address(r)
     master = f"{r.args.master_addr}:{r.args.master_port}"
     lines = nccl.init_lines(
         r.node, r.pid + 2, r.rank, r.args.tensor_parallel_size, r.env, r.facts.hcas, oob, master
@@ -237,6 +259,7 @@ async def _nccl(r: Rank, plan: boot.BootPlan) -> int | None:
         r.bare(faults.nccl_timeout_traceback(r.rank))
         return 1
     await r.boot_sleep(boot.NCCL_INIT_S)
+    await barrier("nccl")
     r.bare(lines)
     return None
 
@@ -246,10 +269,18 @@ async def run_worker(r: Rank) -> int:
     link = WorkerLink(r.args.master_addr, r.args.master_port, r.rank)
     publisher = asyncio.create_task(_publisher(r, None))
     go = asyncio.Event()
+    nccl_passed = asyncio.Event()
+
+    async def barrier(checkpoint: str) -> None:
+        link.report(checkpoint)
+        if checkpoint == "nccl":
+            await nccl_passed.wait()
 
     def on_message(message: dict[str, Any]) -> None:
         if message.get("type") == "go":
             go.set()
+        elif message.get("type") == "passed" and message.get("checkpoint") == "nccl":
+            nccl_passed.set()
         elif message.get("type") == "load":
             r.phase = str(message.get("phase", r.phase))
             util = message.get("util")
@@ -266,7 +297,7 @@ async def run_worker(r: Rank) -> int:
             return 1
         for event in boot.rendezvous(plan):
             r.log(event.proc or plan.worker, event.level, event.src, event.msg)
-        booting = asyncio.create_task(_boot_worker(r, plan))
+        booting = asyncio.create_task(_boot_worker(r, plan, barrier))
         await _first(booting, follower)
         if booting.done() and booting.result() is not None:
             return booting.result() or 1
@@ -282,20 +313,22 @@ async def run_worker(r: Rank) -> int:
         r.withdraw()
 
 
-async def _boot_to_model(r: Rank, plan: boot.BootPlan) -> int | None:
-    """What every rank plays: the divide() check, NCCL init, weights/autotune/KV/graphs."""
+async def _boot_to_model(r: Rank, plan: boot.BootPlan, barrier: Barrier) -> int | None:
+    """What every rank plays: the divide() check, NCCL init, weights/autotune/KV/graphs (the
+    head's engine init ends only once every worker's has)."""
     if not _heads_divide(r, plan):
         return 1
-    code = await _nccl(r, plan)
+    code = await _nccl(r, plan, barrier)
     if code is not None:
         return code
-    return await _play(r, boot.after_nccl(plan, _init_line()), plan)
+    return await _play(r, boot.after_nccl(plan, _init_line()), plan, barrier)
 
 
-async def _boot_worker(r: Rank, plan: boot.BootPlan) -> int | None:
-    code = await _boot_to_model(r, plan)
+async def _boot_worker(r: Rank, plan: boot.BootPlan, barrier: Barrier) -> int | None:
+    code = await _boot_to_model(r, plan, barrier)
     if code is None:
         r.phase, r.util = "idle", 0.0
+        await barrier("ready")
     return code
 
 
@@ -347,6 +380,11 @@ async def run_head(r: Rank, stop: asyncio.Event) -> int:
     link = HeadLink(r.args.master_addr if expected else "127.0.0.1", r.args.master_port, expected)
     publisher = asyncio.create_task(_publisher(r, link))
     runner: web.AppRunner | None = None
+
+    async def barrier(checkpoint: str) -> None:
+        await link.wait_all(checkpoint)
+        link.broadcast({"type": "passed", "checkpoint": checkpoint})
+
     try:
         await _play(r, boot.preamble(plan), plan)
         if expected:
@@ -357,7 +395,7 @@ async def run_head(r: Rank, stop: asyncio.Event) -> int:
             link.broadcast({"type": "go"})
         for event in boot.rendezvous(plan):
             r.log(event.proc or plan.worker, event.level, event.src, event.msg)
-        booting = asyncio.create_task(_boot_head(r, plan))
+        booting = asyncio.create_task(_boot_head(r, plan, barrier))
         await _first(booting, link.lost.wait(), stop.wait())
         if not booting.done():
             booting.cancel()
@@ -374,8 +412,8 @@ async def run_head(r: Rank, stop: asyncio.Event) -> int:
         r.withdraw()
 
 
-async def _boot_head(r: Rank, plan: boot.BootPlan) -> int | None:
-    code = await _boot_to_model(r, plan)
+async def _boot_head(r: Rank, plan: boot.BootPlan, barrier: Barrier) -> int | None:
+    code = await _boot_to_model(r, plan, barrier)
     if code is not None:
         return code
     if plan.kv_tokens < plan.max_model_len:

@@ -23,7 +23,8 @@ import platformdirs
 
 from cockpit.assets import asset_dir
 from cockpit.errors import CockpitError
-from cockpit.sim.fleet.cleanup import fleet_processes, kill_fleet_processes
+from cockpit.pids import pid_exists
+from cockpit.sim.fleet.cleanup import fleet_processes, holder_processes, kill_fleet_processes
 from cockpit.sim.fleet.docker_fleet import DockerFleet
 from cockpit.sim.fleet.layout import (
     DockerKind,
@@ -77,6 +78,7 @@ class SimFleet:
         link_mbps: float | None = None,
         links: dict[str, float] | None = None,
         owner_pid: int | None = None,
+        identity: str = "auto",
     ) -> None:
         self.layout = FleetLayout(Path(root).resolve())
         self.config = FleetConfig(
@@ -91,6 +93,7 @@ class SimFleet:
             links=dict(links or {}),
             owner_pid=owner_pid,
             user=getpass.getuser(),
+            identity=identity,
         )
 
     @classmethod
@@ -125,6 +128,15 @@ class SimFleet:
     @property
     def nodes(self) -> list[SimNode]:
         return [SimNode(n, node_host(n, self.config.subnet), self.port) for n in self.names]
+
+    @property
+    def identity_mode(self) -> str:
+        """How the nodes get their identity: namespaces, user-namespaces or wrappers."""
+        return str(self.layout.read_fleet().get("identity", ""))
+
+    @property
+    def ssh_config(self) -> Path:
+        return self.layout.root / "ssh_config"
 
     @property
     def client_key(self) -> Path:
@@ -229,6 +241,21 @@ class SimFleet:
     def leftover_processes(self) -> list[int]:
         """Processes started on the fleet that still run (empty after `stop`)."""
         return fleet_processes(self.root)
+
+    def processes(self) -> list[int]:
+        """Everything of the fleet that runs now: its daemon, the nodes' namespace holders,
+        what runs on the nodes (sessions, containers)."""
+        pid = self.pid()
+        return [*([pid] if pid else []), *holder_processes(self.root), *self.leftover_processes()]
+
+    @staticmethod
+    def wait_reaped(pids: list[int], timeout: float) -> list[int]:
+        """Wait until none of `pids` is in the process table any more (an exited process stays
+        there as a zombie until its parent, often init, reaps it); returns those still listed."""
+        deadline = time.monotonic() + timeout
+        while (listed := [p for p in pids if pid_exists(p)]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return listed
 
     def _log_tail(self, lines: int = 30) -> str:
         try:

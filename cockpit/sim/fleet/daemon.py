@@ -29,6 +29,7 @@ from cockpit.sim.fleet.endpoint import AsyncsshEndpoint
 from cockpit.sim.fleet.lane_images import LaneImage
 from cockpit.sim.fleet.layout import FleetConfig, FleetLayout, node_host, node_names
 from cockpit.sim.fleet.meminfo import refresh_meminfo
+from cockpit.sim.fleet.namespaces import NodeNamespaces
 from cockpit.sim.fleet.provision import image_specs, node_env, provision, write_inventory
 from cockpit.sim.fleet.sshd import OpensshEndpoint
 from cockpit.sim.fleet.toolservice import ToolService
@@ -73,6 +74,7 @@ class FleetDaemon:
         self.generation = 0
         self.docker = DockerFleet(self.layout, self.names) if self.config.docker == "real" else None
         self.tools = ToolService(self.layout) if self.config.tools == "service" else None
+        self.namespaces = NodeNamespaces(self.layout, self.names, self.config.identity)
 
     def _endpoint(self, name: str, port: int) -> Endpoint:
         node_dir = self.layout.node_dir(name)
@@ -101,6 +103,10 @@ class FleetDaemon:
         if self.docker is not None:  # a fleet killed earlier in this folder may have left some
             await asyncio.to_thread(self.docker.stop)
         host_keys = provision(self.layout, self.config, self.docker)
+        self.refresh_meminfo()  # the namespaces bind it; the first probe reads it
+        mode = self.namespaces.start()
+        if self.namespaces.problem:
+            print(f"node identity: {self.namespaces.problem}; mode {mode}", file=sys.stderr)
         if self.tools is not None:
             await self.tools.start()
         lane_images = await self.start_docker() if self.docker is not None else None
@@ -114,8 +120,7 @@ class FleetDaemon:
                 await self.stop_endpoints()
                 if attempt == PORT_ATTEMPTS - 1:
                     raise
-        self.refresh_meminfo()  # before the inventory announces the fleet: the first probe reads it
-        write_inventory(self.layout, self.config, port, host_keys, lane_images)
+        write_inventory(self.layout, self.config, port, host_keys, mode, lane_images)
         await self.reconcile()
 
     async def reconcile(self) -> None:
@@ -149,11 +154,13 @@ class FleetDaemon:
         for name in self.names:
             refresh_meminfo(self.layout.node_dir(name), now)
 
-    async def keep_meminfo(self) -> None:
-        """Every node's /proc/meminfo follows its engine (see `cockpit.sim.fleet.meminfo`)."""
+    async def keep_nodes(self) -> None:
+        """Every node's /proc/meminfo follows its engine (see `cockpit.sim.fleet.meminfo`); a
+        node whose namespace holder died gets a new one."""
         while True:
             await asyncio.sleep(MEMINFO_EVERY_S)
             self.refresh_meminfo()
+            self.namespaces.keep()
 
     async def watch_owner(self, done: asyncio.Event) -> None:
         """Stop the fleet when its owner process is gone, however it died (a closed terminal
@@ -177,7 +184,7 @@ class FleetDaemon:
         tools: asyncio.Task[None] | None = None
         try:
             await self.start()
-            meminfo = asyncio.create_task(self.keep_meminfo())
+            meminfo = asyncio.create_task(self.keep_nodes())
             if self.tools is not None:
                 tools = asyncio.create_task(self.tools.keep())
             while not done.is_set():
@@ -199,6 +206,7 @@ class FleetDaemon:
                 await self.tools.stop()
             if self.docker is not None:
                 await asyncio.to_thread(self.docker.stop)
+            self.namespaces.stop()
             kill_fleet_processes(self.layout.root)
             (self.layout.root / "status.json").unlink(missing_ok=True)
 

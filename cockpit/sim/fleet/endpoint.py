@@ -16,6 +16,8 @@ from pathlib import Path
 
 import asyncssh
 
+from cockpit.sim.tools.nodens import session_argv
+
 STDIN_HIGH_WATER = 1 << 20
 KILL_GRACE_S = 1.0
 
@@ -26,7 +28,8 @@ def _kill_group(pgid: int, sig: int) -> None:
 
 
 class NodeSession(asyncssh.SSHServerSession):  # type: ignore[type-arg]
-    """One channel: `bash -c COMMAND` (or `bash -l` for a shell) in its own session."""
+    """One channel: `bash -c COMMAND` (or `bash -l` for a shell) in its own session, inside the
+    node's namespaces (`cockpit.sim.tools.nodens`)."""
 
     def __init__(self, env: dict[str, str], cwd: str) -> None:
         self._env = env
@@ -58,7 +61,7 @@ class NodeSession(asyncssh.SSHServerSession):  # type: ignore[type-arg]
         assert self._chan is not None
         try:
             self._proc = await asyncio.create_subprocess_exec(
-                *self._argv,
+                *session_argv(self._env["COCKPIT_SIM_NODE_DIR"], self._argv, self._cwd),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,

@@ -6,11 +6,12 @@
   fleet.pid, fleet.log, control.json (nodes held stopped), registry.json (digest -> image id),
   registry.down       present while the simulated registry is down
   clusters.toml, *.toml, client_key, known_hosts   the inventory a cockpit points at
+  ssh_config          `Host dgxK` blocks for an ordinary `ssh -F ssh_config dgxK`
   bin/                the node tools (docker, nvidia-smi, ssh, node-exec)
   tools.sock, tools.pid   the resident service behind the first three (fleet.toolservice)
   ssh/                the fleet's internal key and known_hosts (node-to-node ssh), authorized_keys
-  nodes/dgxK/         one node's state (see cockpit.sim.tools.nodestate); with real Docker
-                      also its daemon's data (docker/)
+  nodes/dgxK/         one node's state (see cockpit.sim.tools.nodestate), its identity/ (see
+                      cockpit.sim.fleet.identity); with real Docker also its daemon's data (docker/)
   sshd/               OpenSSH configs and pid files (server kind "openssh")
   gpu-hook/, registry/, nas/   real Docker only: the daemons' GPU hook, the registry's storage,
                       the model and compile caches every node mounts (as the seed's NAS)
@@ -70,6 +71,7 @@ class FleetConfig:
     user: str = "root"
     subnet: str = field(default_factory=random_subnet)
     owner_pid: int | None = None  # the daemon stops the fleet once this process is gone
+    identity: str = "auto"  # namespaces | user-namespaces | wrappers (see fleet.namespaces)
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self), indent=1))

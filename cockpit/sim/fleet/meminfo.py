@@ -1,10 +1,11 @@
 """Each simulated node's /proc/meminfo: a GB10's unified memory minus what its engine holds.
 
-The status probe reads meminfo with bash builtins (no process per sample), so no simulated tool
-can answer it. Instead a node's sessions carry `COCKPIT_MEMINFO=<node dir>/proc/meminfo`, which
-the probe reads in place of /proc/meminfo, and the fleet daemon rewrites that file every second
-from the load the node's engine publishes (`gpu_load.json`; stale, absent or from a dead process
-reads as an idle node).
+The file `<node dir>/proc/meminfo` is bind-mounted over /proc/meminfo in the node's mount
+namespace (`cockpit.sim.fleet.identity`), so every reader on the node (`free`, a peer's script,
+the cockpit's probe with bash builtins) reads it where it reads it on a real node. The fleet
+daemon rewrites it every second from the load the node's engine publishes (`gpu_load.json`;
+stale, absent or from a dead process reads as an idle node), in place: a bind mount holds the
+inode, so a rename would leave the node reading the old file forever.
 """
 
 from __future__ import annotations
@@ -48,16 +49,18 @@ def render_meminfo(engine_bytes: int, total_bytes: int = int(GB10_MEMORY_GIB * G
 
 
 def refresh_meminfo(node_dir: Path, now: float) -> None:
-    """Rewrite the node's meminfo from its engine's current load (atomically, when it changed)."""
+    """Rewrite the node's meminfo from its engine's current load, when it changed: in place, in
+    one write (a reader racing it may see the new lines and a stale tail for an instant)."""
     load = read_load(node_dir, now)
     used_mib = int(load.get("mem_used_mib", 0) or 0)
-    text = render_meminfo(used_mib * 1024 * 1024)
+    data = render_meminfo(used_mib * 1024 * 1024).encode()
     path = meminfo_path(node_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        if path.read_text() == text:
+        if os.pread(fd, len(data) + 1, 0) == data:
             return
-    except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".meminfo.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+        os.pwrite(fd, data, 0)
+        os.ftruncate(fd, len(data))
+    finally:
+        os.close(fd)

@@ -27,11 +27,12 @@ import tomli_w
 from cockpit.config import load_inventory
 from cockpit.sim.engine.text import TOKENIZER_DIR as ENGINE_TOKENIZER_DIR
 from cockpit.sim.fleet.docker_fleet import DockerFleet
+from cockpit.sim.fleet.identity import active_hcas, write_identity, write_identity_tools
 from cockpit.sim.fleet.lane_images import ImageSpec, LaneImage, rewrite_recipe
 from cockpit.sim.fleet.layout import FleetConfig, FleetLayout, node_host, node_names
-from cockpit.sim.fleet.meminfo import meminfo_path
 from cockpit.sim.fleet.realdocker import DOCKER
-from cockpit.sim.tools.launchers import write_launchers
+from cockpit.sim.fleet.sshconfig import write_ssh_config
+from cockpit.sim.tools.launchers import PROJECT_ROOT, write_launchers
 from cockpit.sim.tools.nodestate import GIB, NodeState, derive_hex, new_image
 
 SNAPSHOTS = Path(__file__).resolve().parents[1] / "snapshots"
@@ -137,7 +138,6 @@ def node_env(
         "COCKPIT_SIM_FLEET_DIR": str(layout.root),
         "COCKPIT_SIM_SPEED": repr(config.speed),
         "COCKPIT_SIM_BIN": str(layout.bin_dir),
-        "COCKPIT_MEMINFO": str(meminfo_path(node_dir)),
         "HOME": str(node_dir / "home"),
     }
     if config.boot_speed:
@@ -161,6 +161,7 @@ def provision(
     shutil.rmtree(layout.nas_dir, ignore_errors=True)
     layout.ssh_dir.mkdir(parents=True)
     write_launchers(layout.bin_dir, docker_client=DOCKER if docker else None)
+    write_identity_tools(layout.bin_dir, PROJECT_ROOT)
     client = generate_key(layout.root / "client_key", "cockpit-sim-client")
     internal = generate_key(layout.ssh_dir / "internal_key", "cockpit-sim-internal")
     (layout.ssh_dir / "authorized_keys").write_text(
@@ -172,6 +173,7 @@ def provision(
     if docker is None:  # the simulated docker's registry (a real one serves a real fleet)
         layout.registry.write_text(json.dumps(registry, indent=1))
     names = node_names(config.nodes)
+    clusters = fitting_clusters(recipes_dir, names)
     host_keys = {}
     trees = snapshot_trees(recipes_dir, Path(config.snapshots_dir or SNAPSHOTS))
     for name in names:
@@ -194,6 +196,14 @@ def provision(
             (node_dir / "hf-cache" / "hub").mkdir(parents=True)
         os.symlink("../hf-cache", node_dir / "home" / MODEL_CACHE)
         host_keys[name] = generate_key(node_dir / "ssh" / "ssh_host_ed25519_key", name)
+        write_identity(
+            node_dir,
+            name,
+            node_host(name, config.subnet),
+            HCAS,
+            active_hcas(clusters, name),
+            node_dir / "ssh" / "ssh_host_ed25519_key.pub",
+        )
         state = NodeState(node_dir)
         upper = index > config.nodes // 2
         state.write(
@@ -251,14 +261,26 @@ def fitted_recipe(text: str, clusters: set[str]) -> str | None:
     return re.sub(r"(?m)^clusters\s*=\s*\[[^\]]*\].*$", line, text, count=1)
 
 
+def fitting_clusters(recipes_dir: Path, names: list[str]) -> dict[str, dict[str, object]]:
+    """The project's clusters whose nodes the fleet has."""
+    project = tomllib.loads((recipes_dir / "clusters.toml").read_text())
+    return {
+        cname: cluster
+        for cname, cluster in project.get("clusters", {}).items()
+        if set(cluster["nodes"]) <= set(names)
+    }
+
+
 def write_inventory(
     layout: FleetLayout,
     config: FleetConfig,
     port: int,
     host_keys: dict[str, asyncssh.SSHKey],
+    identity: str,
     lane_images: list[LaneImage] | None = None,
 ) -> None:
-    """clusters.toml (schema of the project's), known_hosts, recipes, fleet.json; with
+    """clusters.toml (schema of the project's), known_hosts, ssh_config, recipes, fleet.json
+    (which names the fleet's identity mode, see `cockpit.sim.fleet.namespaces`); with
     `lane_images` (real Docker) the recipes name those images and the caches are the NAS's."""
     recipes_dir = Path(config.recipes_dir)
     names = node_names(config.nodes)
@@ -273,11 +295,7 @@ def write_inventory(
         )
     ssh = dict(project.get("ssh", {}))
     ssh.update(known_hosts="known_hosts", identity_files=["client_key"])
-    clusters = {
-        cname: cluster
-        for cname, cluster in project.get("clusters", {}).items()
-        if set(cluster["nodes"]) <= set(names)
-    }
+    clusters = fitting_clusters(recipes_dir, names)
     document = {
         "defaults": defaults,
         "ssh": ssh,
@@ -314,6 +332,8 @@ def write_inventory(
     (layout.root / "known_hosts").write_text(known)
     (layout.ssh_dir / "known_hosts").write_text(known)
     built = {image.source_ref: image for image in lane_images or []}
+    hosts = {n: node_host(n, config.subnet) for n in names}
+    write_ssh_config(layout.root, hosts, port, config.user)
     for recipe in recipes_dir.glob("*.toml"):
         if recipe.name != "clusters.toml":
             text = fitted_recipe(recipe.read_text(), set(clusters))
@@ -324,6 +344,7 @@ def write_inventory(
     fleet = {
         "server": config.server,
         "docker": config.docker,
+        "identity": identity,
         "user": config.user,
         "port": port,
         "speed": config.speed,

@@ -1294,12 +1294,11 @@ NODE_ARCH = ("aarch64", "arm64")  # a DGX Spark, as uname and as Go spell it
 
 
 def mem_total() -> int:
-    """The node's MemTotal in bytes (its simulated /proc/meminfo when it has one)."""
-    for path in (os.environ.get("COCKPIT_MEMINFO"), "/proc/meminfo"):
-        with contextlib.suppress(OSError, ValueError, TypeError):
-            for line in Path(path).read_text().splitlines():  # type: ignore[arg-type]
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024
+    """The node's MemTotal in bytes (its /proc/meminfo: the node's own, in its namespace)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
     return 0
 
 

@@ -1,4 +1,5 @@
-"""The OpenSSH ForceCommand of a simulated node: the node's environment, then the command in bash.
+"""The OpenSSH ForceCommand of a simulated node: the node's environment, then the command in bash
+(inside the node's namespaces, `cockpit.sim.tools.nodens`).
 
 sshd runs `node-exec dgxK`; the client's command arrives in $SSH_ORIGINAL_COMMAND. sshd refuses
 client signals for forced commands and keeps a command running when only its channel closes, so
@@ -13,6 +14,8 @@ import os
 import select
 import signal
 import sys
+
+from cockpit.sim.tools.nodens import session_argv
 
 FORWARDED = (
     signal.SIGTERM,
@@ -67,12 +70,14 @@ def main(argv: list[str] | None = None) -> int:
     env = node_environment(args[0])
     os.chdir(env["HOME"])
     command = os.environ.get("SSH_ORIGINAL_COMMAND")
+    shell = ["bash", "-l"] if command is None else ["bash", "-c", command]
+    argv = session_argv(args[0], shell, env["HOME"])
     if command is None:
-        os.execvpe("bash", ["bash", "-l"], env)
+        os.execvpe(argv[0], argv, env)
     pid = os.fork()
     if pid == 0:
         os.setpgid(0, 0)
-        os.execvpe("bash", ["bash", "-c", command], env)
+        os.execvpe(argv[0], argv, env)
     # The child sets its own group too; if it already exec'd, the parent's call fails harmlessly.
     with contextlib.suppress(PermissionError, ProcessLookupError):
         os.setpgid(pid, pid)

@@ -4,7 +4,10 @@ The GPU follows the load the simulated engine publishes in `$COCKPIT_SIM_NODE_DI
 ({"ts", "util", "power_w", "sm_clock_mhz", "mem_used_mib", "pid", "phase"}); a stale or absent
 file reads as idle. Temperature follows power through a first-order lag (state kept in
 gpu_thermal.json so separate invocations agree). Memory fields read `[N/A]`: GB10 memory is
-unified, and real nvidia-smi says so.
+unified, and real nvidia-smi says so. Forms: the summary table, `-L`/`--list-gpus`, `-q`
+(`-d SECTION,…`), `--query-gpu`, `--query-compute-apps` (the process is the container's main
+process as the container runs it, e.g. `python3`), loops (`-l`, `-lms`); an option it does not
+know is refused as the real one refuses it, never answered with the table.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from cockpit.sim.tools.nodestate import pid_alive, write_json_atomic
 
 NA = "[N/A]"
 DRIVER = "580.95.05"
+COMPUTE_CAP = "12.1"
 CUDA = "13.0"
 BUS_ID = "0000000F:01:00.0"
 IDLE_W = 11.17
@@ -88,7 +92,7 @@ def take_sample(node_dir: Path, node: str, speed: float, now: float) -> Sample:
     with contextlib.suppress(OSError):
         write_json_atomic(thermal_path, {"ts": now, "temp": temp})
     pid = int(load.get("pid") or 0) or None
-    name = str(load.get("process_name") or _comm(pid) or "")
+    name = str(load.get("process_name") or _container_process(node_dir, pid) or _comm(pid) or "")
     return Sample(
         node=node,
         moment=now,
@@ -100,6 +104,21 @@ def take_sample(node_dir: Path, node: str, speed: float, now: float) -> Sample:
         pid=pid,
         process_name=name,
     )
+
+
+def _container_process(node_dir: Path, pid: int | None) -> str:
+    """The main process of the running container whose pid this is, as the container runs it
+    (its entrypoint's first word): what nvidia-smi shows for a containerised process."""
+    if not pid:
+        return ""
+    try:
+        containers = json.loads((node_dir / "containers.json").read_text())
+    except (OSError, ValueError):
+        return ""
+    for record in containers:
+        if record.get("State", {}).get("Pid") == pid:
+            return str(record.get("Path") or "")
+    return ""
 
 
 def _comm(pid: int | None) -> str:
@@ -158,6 +177,7 @@ GPU_FIELDS: dict[str, Field] = {
     "clocks.max.sm": ("clocks.max.sm", "MHz", lambda s: str(MAX_SM_MHZ)),
     "clocks.max.gr": ("clocks.max.graphics", "MHz", lambda s: str(MAX_SM_MHZ)),
     "clocks.max.mem": ("clocks.max.memory", "MHz", lambda s: NA),
+    "compute_cap": ("compute_cap", "", lambda s: COMPUTE_CAP),
 }
 ALIASES = {
     "gpu_name": "name",
@@ -283,30 +303,92 @@ def summary(sample: Sample) -> str:
     return "\n".join(lines) + "\n"
 
 
+def list_gpus(sample: Sample) -> str:
+    """`nvidia-smi -L`: one line per GPU (a GB10 has one)."""
+    return f"GPU 0: NVIDIA GB10 (UUID: {_uuid(sample.node)})\n"
+
+
+def _kv(indent: int, label: str, value: str) -> str:
+    return f"{' ' * indent + label:<42}: {value}\n"
+
+
+QUERY_SECTIONS = ("PERFORMANCE", "MEMORY", "COMPUTE", "UTILIZATION", "TEMPERATURE", "POWER",
+                  "CLOCK", "PIDS")  # fmt: skip
+
+
+def query_report(sample: Sample, sections: list[str] | None = None) -> str:
+    """`nvidia-smi -q` as a GB10 prints it (`-d` keeps only the named sections)."""
+    pstate = "P0" if sample.util > 0 else "P8"
+    stamp = datetime.fromtimestamp(sample.moment).strftime("%a %b %d %H:%M:%S %Y")
+    out = "\n==============NVSMI LOG==============\n\n"
+    out += _kv(0, "Timestamp", stamp) + _kv(0, "Driver Version", DRIVER)
+    out += _kv(0, "CUDA Version", CUDA) + "\n" + _kv(0, "Attached GPUs", "1")
+    out += f"GPU {BUS_ID}\n"
+    if sections is None:
+        out += _kv(4, "Product Name", "NVIDIA GB10") + _kv(4, "Product Brand", "NVIDIA")
+        out += _kv(4, "Product Architecture", "Blackwell")
+        out += _kv(4, "Persistence Mode", "Enabled")
+        out += _kv(4, "GPU UUID", _uuid(sample.node)) + _kv(4, "Minor Number", "0")
+        out += f"{'    PCI':<42}\n" + _kv(8, "Bus", "0x01") + _kv(8, "Device", "0x00")
+        out += _kv(8, "Domain", "0x000F") + _kv(8, "Bus Id", BUS_ID)
+    power, sm = f"{sample.power_w:.2f} W", f"{sample.sm_mhz} MHz"
+    video, top = f"{min(sample.sm_mhz, 1785)} MHz", f"{MAX_SM_MHZ} MHz"
+    parts = {
+        "PERFORMANCE": _kv(4, "Performance State", pstate),
+        "MEMORY": _group("FB Memory Usage", [(k, "N/A") for k in ("Total", "Reserved", "Used",
+                                                                    "Free")]),
+        "COMPUTE": _kv(4, "Compute Mode", "Default"),
+        "UTILIZATION": _group("Utilization", [("GPU", f"{sample.util} %"), ("Memory", "N/A")]),
+        "TEMPERATURE": _group("Temperature", [("GPU Current Temp", f"{round(sample.temp_c)} C")]),
+        "POWER": _group("GPU Power Readings", [("Average Power Draw", power),
+                        ("Instantaneous Power Draw", power), ("Current Power Limit", "N/A")]),
+        "CLOCK": _group("Clocks", [("Graphics", sm), ("SM", sm), ("Memory", "N/A"),
+                                   ("Video", video)])
+        + _group("Max Clocks", [("Graphics", top), ("SM", top), ("Memory", "N/A")]),
+        "PIDS": _processes(sample),
+    }  # fmt: skip
+    for name in QUERY_SECTIONS:
+        if sections is None or name in sections:
+            out += parts[name]
+    return out + "\n"
+
+
+def _group(title: str, rows: list[tuple[str, str]]) -> str:
+    return f"    {title}\n" + "".join(_kv(8, label, value) for label, value in rows)
+
+
+def _processes(sample: Sample) -> str:
+    if not sample.pid:
+        return _kv(4, "Processes", "None")
+    memory = "N/A" if sample.mem_used_mib is None else f"{sample.mem_used_mib} MiB"
+    return (
+        "    Processes\n" + _kv(8, "GPU instance ID", "N/A") + _kv(8, "Compute instance ID", "N/A")
+        + _kv(8, "Process ID", str(sample.pid)) + _kv(12, "Type", "C")
+        + _kv(12, "Name", sample.process_name) + _kv(12, "Used GPU Memory", memory)
+    )  # fmt: skip
+
+
+TAKES_VALUE = {"-l", "--loop", "-lms", "--loop-ms", "--format", "--query-gpu",
+               "--query-compute-apps", "-i", "--id", "-d", "--display"}  # fmt: skip
+FLAGS = {"-L", "--list-gpus", "-q", "--query"}
+INVALID = "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help."
+
+
 def parse_args(args: list[str]) -> dict[str, str]:
-    """Options as a dict (`--x=v`, `--x v`, `-l N`, `-lms N`)."""
+    """Options as a dict (`--x=v`, `--x v`, `-l N`, `-lms N`); an unknown one is refused."""
     parsed: dict[str, str] = {}
     i = 0
-    takes_value = {
-        "-l",
-        "--loop",
-        "-lms",
-        "--loop-ms",
-        "--format",
-        "--query-gpu",
-        "--query-compute-apps",
-        "-i",
-        "--id",
-    }
     while i < len(args):
         name, eq, value = args[i].partition("=")
-        if name in takes_value and not eq:
+        if name in TAKES_VALUE and not eq:
             i += 1
             if i >= len(args):
                 raise UsageError(f"Option {name} requires an argument.")
             value = args[i]
-        elif name not in takes_value and not eq:
+        elif name in FLAGS and not eq:
             value = "1"
+        elif name not in TAKES_VALUE:
+            raise UsageError(INVALID)
         parsed[name] = value
         i += 1
     return parsed
@@ -329,6 +411,14 @@ def main(argv: list[str] | None = None) -> int:
         apps = options.get("--query-compute-apps")
         if (query or apps) and "csv" not in fmt:
             raise UsageError('"--format" option must be specified with csv.')
+        listing = "-L" in options or "--list-gpus" in options
+        report = "-q" in options or "--query" in options
+        display = options.get("-d") or options.get("--display")
+        sections = [d.strip().upper() for d in display.split(",")] if display else None
+        if sections and not (report and set(sections) <= set(QUERY_SECTIONS)):
+            raise UsageError(INVALID)
+        if sum(map(bool, (query, apps, listing, report))) > 1:
+            raise UsageError(INVALID)
         fields = (
             resolve_fields(query or apps or "", GPU_FIELDS if query else APP_FIELDS)
             if (query or apps)
@@ -350,6 +440,11 @@ def main(argv: list[str] | None = None) -> int:
             elif apps:
                 text = csv_header(fields) + "\n" if header and first else ""
                 text += csv_row(fields, sample, units) + "\n" if sample.pid else ""
+            elif listing:
+                out.write(list_gpus(sample))
+                return 0
+            elif report:
+                text = query_report(sample, sections)
             else:
                 text = summary(sample)
             out.write(text)
