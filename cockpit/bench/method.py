@@ -249,8 +249,9 @@ def implausible_runs(
 ) -> dict[int, str]:
     """Runs whose decode is faster than physics, each with why (run index → reason).
 
-    `runs`: per run, each stream's tg t/s; `decode_bounds`: per run, the per-stream decode rate
-    the engine's own counters imply (1 / its mean time per output token), None when unknown.
+    `runs`: per run, each stream's tg t/s; `decode_bounds`: per run, the fastest per-stream
+    decode rate the engine's own counters allow (`Counters.decode_bound_since`), None when
+    unknown.
     A run is implausible when a stream beats `MEDIAN_FACTOR` × the point's median stream rate
     (several SSE chunks arrived in one read and made a microsecond "decode"), or
     `BOUND_MARGIN` × the engine's own rate: the client cannot see tokens faster than the engine

@@ -15,6 +15,8 @@ sat idle for 30+ minutes with zero POSTs reaching a healthy engine, and nobody k
 from __future__ import annotations
 
 import asyncio
+import math
+import re
 import time
 from dataclasses import dataclass
 
@@ -52,6 +54,7 @@ class Counters:
     steps: float | None = None
     tpot_sum: float | None = None  # the engine's own time per output token, summed per request
     tpot_count: float | None = None
+    tpot_buckets: tuple[tuple[float, float], ...] = ()  # (le, cumulative count), le ascending
 
     @property
     def computed_prompt(self) -> float | None:
@@ -61,8 +64,14 @@ class Counters:
         return self.prompt - (self.cached or 0.0)
 
     def decode_bound_since(self, before: Counters | None) -> float | None:
-        """The per-stream decode rate the engine measured for the requests finished since
-        `before` (1 / their mean time per output token), None when it does not say."""
+        """The fastest per-stream decode rate the engine allows for the requests finished since
+        `before`, None when it does not say.
+
+        One request: 1 / its time per output token. Several: their mean would be the bound of
+        none of them (at c2 cold one stream stalls behind the other's prefill, the other decodes
+        clean), so the bound is 1 / the lower edge of the lowest histogram bucket that moved:
+        no request's time per token was below it. None when that bucket starts at 0.
+        """
         if before is None or None in (
             self.tpot_sum,
             self.tpot_count,
@@ -72,7 +81,10 @@ class Counters:
             return None
         assert self.tpot_sum is not None and self.tpot_count is not None
         assert before.tpot_sum is not None and before.tpot_count is not None
-        return decode_bound(self.tpot_sum - before.tpot_sum, self.tpot_count - before.tpot_count)
+        count = self.tpot_count - before.tpot_count
+        if count <= 1:
+            return decode_bound(self.tpot_sum - before.tpot_sum, count)
+        return fastest_bound(self.tpot_buckets, before.tpot_buckets)
 
     def signature(self) -> tuple[float | None, ...]:
         """What changes when the engine receives or serves anything."""
@@ -87,14 +99,42 @@ class Counters:
         )
 
 
+_TPOT_BUCKET = "vllm:request_time_per_output_token_seconds_bucket"
+_LE = re.compile(r'le="([^"]+)"')
+
+
+def fastest_bound(
+    after: tuple[tuple[float, float], ...], before: tuple[tuple[float, float], ...]
+) -> float | None:
+    """1 / the lower edge of the lowest time-per-token bucket that counted a request between two
+    scrapes; None when nothing moved or the lowest moved bucket starts at 0."""
+    was = dict(before)
+    lower = 0.0
+    for le, count in after:
+        if count - was.get(le, 0.0) > 0:
+            return 1.0 / lower if lower > 0 else None
+        lower = le
+    return None
+
+
 def scan_counters(text: str, at: float) -> Counters:
-    """The counters of a Prometheus exposition, by line scan (no histogram parsing)."""
+    """The counters of a Prometheus exposition, by line scan (one histogram's buckets only)."""
     sums: dict[str, float] = {}
+    buckets: dict[float, float] = {}
     for line in text.splitlines():
         if not line.startswith("vllm:"):
             continue
         name_end = min((i for i in (line.find("{"), line.find(" ")) if i > 0), default=-1)
         if name_end < 0:
+            continue
+        if line[:name_end] == _TPOT_BUCKET:
+            le = _LE.search(line)
+            try:
+                edge, value = float(le.group(1)) if le else math.nan, float(line.rsplit(" ", 1)[1])
+            except (IndexError, ValueError):
+                continue
+            if math.isfinite(edge):
+                buckets[edge] = buckets.get(edge, 0.0) + value
             continue
         field = _NAMES.get(line[:name_end])
         if field is None:
@@ -104,7 +144,7 @@ def scan_counters(text: str, at: float) -> Counters:
         except (IndexError, ValueError):
             continue
         sums[field] = sums.get(field, 0.0) + value
-    return Counters(at=at, **sums)
+    return Counters(at=at, tpot_buckets=tuple(sorted(buckets.items())), **sums)
 
 
 class MetricsSampler:

@@ -28,6 +28,13 @@ _TS_RE = re.compile(
     r"^(?P<date>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(?P<frac>\d+))?(?P<tz>Z|[+-]\d\d:\d\d)\s"
 )
 _PHASES = list(BootPhase)
+_ECHO_RE = re.compile(
+    r"Worker proc \S+ died unexpectedly|Connection closed by peer|Connection reset by peer|"
+    r"remote process exited|EngineDeadError|Broken pipe"
+)
+"""Lines by which a rank reports a peer's death (vLLM's executor, gloo, NCCL), not its own
+fault: the nodes' clocks and log relays are only ms apart, so the peer's own line may be stamped
+a few ms after its echo; an echo never outranks a rank that failed for a reason of its own."""
 
 
 def split_timestamp(line: str) -> tuple[float | None, str]:
@@ -162,6 +169,11 @@ class RankView:
         line = self.nccl_problem or state.failed_line or state.last_error
         return line or (self.tail[-1] if self.tail else "(no log output)")
 
+    @property
+    def echoes_a_peer(self) -> bool:
+        """Its failure line reports another rank's death rather than a fault of its own."""
+        return self.failure_seen and _ECHO_RE.search(self.decisive()) is not None
+
     def kind(self) -> str:
         if self.nccl_problem:
             return "nccl"
@@ -174,7 +186,8 @@ class RankView:
 
 
 def blame(ranks: Sequence[RankView]) -> tuple[RankView, list[RankView]]:
-    """The cause among the failed ranks (earliest on the nodes' clocks; at equal times the more
+    """The cause among the failed ranks (earliest on the nodes' clocks, a rank failing for a
+    reason of its own before one that only reports a peer's death; at equal times the more
     decisive line), and the other failed ranks, its consequences, in the order they failed."""
     failed = [r for r in ranks if r.failed]
     if not failed:
@@ -185,7 +198,8 @@ def blame(ranks: Sequence[RankView]) -> tuple[RankView, list[RankView]]:
         return min(times) if times else math.inf
 
     ordered = sorted(failed, key=lambda r: (when(r), -_KIND_RANK.get(r.kind(), -1), r.rank))
-    return ordered[0], ordered[1:]
+    causes = [r for r in ordered if not r.echoes_a_peer] or ordered
+    return causes[0], [r for r in ordered if r is not causes[0]]
 
 
 def stalled(ranks: Sequence[RankView], head_serving: bool) -> RankView:

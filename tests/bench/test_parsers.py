@@ -15,7 +15,7 @@ from cockpit.bench.models import Flag, FlagKind, PointResult, PointSpec
 from cockpit.bench.quality import parse_perf_table, parse_quality, quality_argv
 from cockpit.bench.remote import remote_argv
 from cockpit.bench.run import time_scale_default
-from cockpit.bench.watch import scan_counters
+from cockpit.bench.watch import Counters, scan_counters
 from cockpit.errors import InputError
 
 FIX = Path(__file__).parent.parent / "fixtures" / "bench"
@@ -108,6 +108,24 @@ def test_counters_scan_matches_the_real_capture() -> None:
     assert c.steps == 6928.0 and c.computed_prompt == 38930.0 - 14848.0
     idle = scan_counters((REAL / "metrics_idle.txt").read_text(), at=0.0)
     assert idle.signature() != c.signature()
+    assert c.tpot_buckets[0] == (0.01, 104.0) and len(c.tpot_buckets) == 19  # +Inf left out
+
+
+def _tpot(count: float, total: float, buckets: dict[float, float]) -> Counters:
+    cumulative = tuple(sorted(buckets.items()))
+    return Counters(at=0.0, tpot_sum=total, tpot_count=count, tpot_buckets=cumulative)
+
+
+def test_decode_bound_of_several_requests_is_the_fastest_ones() -> None:
+    edges = (0.01, 0.025, 0.05, 0.1, 0.5)
+    before = _tpot(0, 0.0, dict.fromkeys(edges, 0.0))
+    # c2 cold: one stream stalled behind the other's prefill (0.4 s/token), the other clean (30 ms)
+    after = _tpot(2, 0.43, {0.01: 0, 0.025: 0, 0.05: 1, 0.1: 1, 0.5: 2})
+    assert after.decode_bound_since(before) == 1 / 0.025  # not 2 / 0.43, the mean's bound
+    one = _tpot(1, 0.03, {0.01: 0, 0.025: 0, 0.05: 1, 0.1: 1, 0.5: 1})
+    assert one.decode_bound_since(before) == 1 / 0.03
+    fast = _tpot(2, 0.01, {0.01: 2, 0.025: 2, 0.05: 2, 0.1: 2, 0.5: 2})
+    assert fast.decode_bound_since(before) is None  # the lowest bucket starts at 0: no bound
 
 
 def test_proc_net_tcp_rows() -> None:

@@ -56,6 +56,21 @@ def test_the_earliest_failure_is_the_cause_whatever_arrived_first() -> None:
     assert victims == [head, victim]
 
 
+def test_a_peers_echo_stamped_first_is_still_a_consequence() -> None:
+    """The head's relay stamped its "died unexpectedly" 6 ms before the worker's own traceback."""
+    head, culprit = view(0, "dgx1"), view(1, "dgx2")
+    feed(head, "2026-10-03T14:56:01.894000000Z (EngineCore pid=9) ERROR 10-03 14:56:01 "
+               "[multiproc_executor.py:230] Worker proc VllmWorker-1 died unexpectedly")  # fmt: skip
+    feed(culprit, "2026-10-03T14:56:01.900100000Z safetensors_rust.SafetensorError: Error while "
+                  "deserializing header: MetadataIncompleteBuffer")  # fmt: skip
+    cause, victims = blame([head, culprit])
+    assert cause is culprit and victims == [head]
+    assert head.echoes_a_peer and not culprit.echoes_a_peer
+    alone = view(0, "dgx1")
+    feed(alone, "2026-10-03T14:56:01Z RuntimeError: [gloo] Connection closed by peer")
+    assert blame([alone]) == (alone, [])  # an echo with no one else to blame is still shown
+
+
 def test_a_silent_death_is_dated_by_its_container_end() -> None:
     killed, head = view(1, "dgx2"), view(0, "dgx1")
     killed.ended, killed.ended_at, killed.exit_code = True, 100.0, 137
