@@ -25,6 +25,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from cockpit.telemetry.metrics import Histogram
+
 
 @dataclass
 class RequestTiming:
@@ -285,6 +287,19 @@ def decode_bound(tpot_sum: float | None, tpot_count: float | None) -> float | No
     if not tpot_sum or not tpot_count or tpot_sum <= 0 or tpot_count <= 0:
         return None
     return tpot_count / tpot_sum
+
+
+def fastest_decode(tpot: Histogram) -> float | None:
+    """The fastest per-stream decode the time per output token of a batch's requests allows.
+
+    One request: 1 / its time per token. Several: their mean is the bound of none of them (at c2
+    cold one stream stalls behind the other's prefill, the other decodes clean), so 1 / the
+    histogram's floor (no request took less per token); None when the floor is 0.
+    """
+    if tpot.count <= 1:
+        return decode_bound(tpot.sum, tpot.count)
+    floor = tpot.floor
+    return 1.0 / floor if floor else None
 
 
 def _ms(stat: Stat | None) -> Stat | None:

@@ -15,7 +15,6 @@ sat idle for 30+ minutes with zero POSTs reaching a healthy engine, and nobody k
 from __future__ import annotations
 
 import asyncio
-import math
 import re
 import time
 from dataclasses import dataclass
@@ -23,7 +22,8 @@ from dataclasses import dataclass
 import httpx
 
 from cockpit.bench.client import Clock
-from cockpit.bench.method import decode_bound
+from cockpit.bench.method import fastest_decode
+from cockpit.telemetry.metrics import Histogram
 
 _NAMES = {
     "vllm:prompt_tokens_total": "prompt",
@@ -34,8 +34,6 @@ _NAMES = {
     "vllm:request_success_total": "finished",
     "vllm:e2e_request_latency_seconds_count": "e2e",
     "vllm:iteration_tokens_total_count": "steps",
-    "vllm:request_time_per_output_token_seconds_sum": "tpot_sum",
-    "vllm:request_time_per_output_token_seconds_count": "tpot_count",
 }
 
 
@@ -52,9 +50,7 @@ class Counters:
     finished: float | None = None
     e2e: float | None = None
     steps: float | None = None
-    tpot_sum: float | None = None  # the engine's own time per output token, summed per request
-    tpot_count: float | None = None
-    tpot_buckets: tuple[tuple[float, float], ...] = ()  # (le, cumulative count), le ascending
+    tpot: Histogram | None = None  # the engine's own time per output token, one per request
 
     @property
     def computed_prompt(self) -> float | None:
@@ -65,26 +61,10 @@ class Counters:
 
     def decode_bound_since(self, before: Counters | None) -> float | None:
         """The fastest per-stream decode rate the engine allows for the requests finished since
-        `before`, None when it does not say.
-
-        One request: 1 / its time per output token. Several: their mean would be the bound of
-        none of them (at c2 cold one stream stalls behind the other's prefill, the other decodes
-        clean), so the bound is 1 / the lower edge of the lowest histogram bucket that moved:
-        no request's time per token was below it. None when that bucket starts at 0.
-        """
-        if before is None or None in (
-            self.tpot_sum,
-            self.tpot_count,
-            before.tpot_sum,
-            before.tpot_count,
-        ):
+        `before`, None when it does not say."""
+        if before is None or self.tpot is None or before.tpot is None:
             return None
-        assert self.tpot_sum is not None and self.tpot_count is not None
-        assert before.tpot_sum is not None and before.tpot_count is not None
-        count = self.tpot_count - before.tpot_count
-        if count <= 1:
-            return decode_bound(self.tpot_sum - before.tpot_sum, count)
-        return fastest_bound(self.tpot_buckets, before.tpot_buckets)
+        return fastest_decode(self.tpot.since(before.tpot))
 
     def signature(self) -> tuple[float | None, ...]:
         """What changes when the engine receives or serves anything."""
@@ -99,27 +79,24 @@ class Counters:
         )
 
 
-_TPOT_BUCKET = "vllm:request_time_per_output_token_seconds_bucket"
+_TPOT = "vllm:request_time_per_output_token_seconds"
+_TPOT_PARTS = frozenset({"_sum", "_count", "_bucket"})
 _LE = re.compile(r'le="([^"]+)"')
 
 
-def fastest_bound(
-    after: tuple[tuple[float, float], ...], before: tuple[tuple[float, float], ...]
-) -> float | None:
-    """1 / the lower edge of the lowest time-per-token bucket that counted a request between two
-    scrapes; None when nothing moved or the lowest moved bucket starts at 0."""
-    was = dict(before)
-    lower = 0.0
-    for le, count in after:
-        if count - was.get(le, 0.0) > 0:
-            return 1.0 / lower if lower > 0 else None
-        lower = le
-    return None
+def _bound(line: str) -> float | None:
+    """A bucket line's `le` (+Inf included), None when absent or malformed."""
+    match = _LE.search(line)
+    try:
+        return float(match.group(1)) if match else None
+    except ValueError:
+        return None
 
 
 def scan_counters(text: str, at: float) -> Counters:
-    """The counters of a Prometheus exposition, by line scan (one histogram's buckets only)."""
+    """The counters of a Prometheus exposition, by line scan (one histogram, no full parse)."""
     sums: dict[str, float] = {}
+    tpot: dict[str, float] = {}
     buckets: dict[float, float] = {}
     for line in text.splitlines():
         if not line.startswith("vllm:"):
@@ -127,24 +104,26 @@ def scan_counters(text: str, at: float) -> Counters:
         name_end = min((i for i in (line.find("{"), line.find(" ")) if i > 0), default=-1)
         if name_end < 0:
             continue
-        if line[:name_end] == _TPOT_BUCKET:
-            le = _LE.search(line)
-            try:
-                edge, value = float(le.group(1)) if le else math.nan, float(line.rsplit(" ", 1)[1])
-            except (IndexError, ValueError):
-                continue
-            if math.isfinite(edge):
-                buckets[edge] = buckets.get(edge, 0.0) + value
-            continue
-        field = _NAMES.get(line[:name_end])
-        if field is None:
+        name = line[:name_end]
+        field = _NAMES.get(name)
+        part = name.removeprefix(_TPOT) if name.startswith(_TPOT) else ""
+        if field is None and part not in _TPOT_PARTS:
             continue
         try:
             value = float(line.rsplit(" ", 1)[1])
         except (IndexError, ValueError):
             continue
-        sums[field] = sums.get(field, 0.0) + value
-    return Counters(at=at, tpot_buckets=tuple(sorted(buckets.items())), **sums)
+        bound = _bound(line) if part == "_bucket" else None
+        if field is not None:
+            sums[field] = sums.get(field, 0.0) + value
+        elif bound is not None:
+            buckets[bound] = buckets.get(bound, 0.0) + value
+        elif part != "_bucket":
+            tpot[part] = tpot.get(part, 0.0) + value
+    histogram = None
+    if "_sum" in tpot and "_count" in tpot:
+        histogram = Histogram(tuple(sorted(buckets.items())), tpot["_count"], tpot["_sum"])
+    return Counters(at=at, tpot=histogram, **sums)
 
 
 class MetricsSampler:

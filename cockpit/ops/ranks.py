@@ -198,8 +198,8 @@ def blame(ranks: Sequence[RankView]) -> tuple[RankView, list[RankView]]:
         return min(times) if times else math.inf
 
     ordered = sorted(failed, key=lambda r: (when(r), -_KIND_RANK.get(r.kind(), -1), r.rank))
-    causes = [r for r in ordered if not r.echoes_a_peer] or ordered
-    return causes[0], [r for r in ordered if r is not causes[0]]
+    cause = next((r for r in ordered if not r.echoes_a_peer), ordered[0])
+    return cause, [r for r in ordered if r is not cause]
 
 
 def stalled(ranks: Sequence[RankView], head_serving: bool) -> RankView:

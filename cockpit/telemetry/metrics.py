@@ -70,6 +70,17 @@ class Histogram:
     def mean(self) -> float | None:
         return self.sum / self.count if self.count > 0 else None
 
+    @property
+    def floor(self) -> float | None:
+        """No observation lies below this: the bound of the last empty bucket before the first
+        that counted (0.0 when the first did); None when empty."""
+        lower = 0.0
+        for bound, cumulative in self.buckets:
+            if cumulative > 0:
+                return lower
+            lower = bound
+        return None
+
     def since(self, earlier: Histogram | None) -> Histogram:
         """The observations made after `earlier`; all of them if the histogram was reset."""
         if earlier is None or self.count < earlier.count:

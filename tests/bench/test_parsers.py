@@ -17,6 +17,7 @@ from cockpit.bench.remote import remote_argv
 from cockpit.bench.run import time_scale_default
 from cockpit.bench.watch import Counters, scan_counters
 from cockpit.errors import InputError
+from cockpit.telemetry.metrics import Histogram
 
 FIX = Path(__file__).parent.parent / "fixtures" / "bench"
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "telemetry" / "vllm-0.32-cpu"
@@ -108,12 +109,12 @@ def test_counters_scan_matches_the_real_capture() -> None:
     assert c.steps == 6928.0 and c.computed_prompt == 38930.0 - 14848.0
     idle = scan_counters((REAL / "metrics_idle.txt").read_text(), at=0.0)
     assert idle.signature() != c.signature()
-    assert c.tpot_buckets[0] == (0.01, 104.0) and len(c.tpot_buckets) == 19  # +Inf left out
+    assert c.tpot is not None and c.tpot.buckets[0] == (0.01, 104.0)
+    assert len(c.tpot.buckets) == 20 and c.tpot.buckets[-1][0] == float("inf")
 
 
 def _tpot(count: float, total: float, buckets: dict[float, float]) -> Counters:
-    cumulative = tuple(sorted(buckets.items()))
-    return Counters(at=0.0, tpot_sum=total, tpot_count=count, tpot_buckets=cumulative)
+    return Counters(at=0.0, tpot=Histogram(tuple(sorted(buckets.items())), count, total))
 
 
 def test_decode_bound_of_several_requests_is_the_fastest_ones() -> None:
