@@ -120,8 +120,7 @@ def cross_point_flags(
     `--endpoint URL --lane L`), for the re-point commands.
     """
     flags: dict[PointSpec, list[Flag]] = {}
-    checks = (c2_below_c1(points), depth_dips(points, target), noisy(points))
-    for check in (*checks, stream_above_total(points)):
+    for check in (c2_below_c1(points), depth_dips(points, target), noisy(points)):
         for spec, flag in check.items():
             flags.setdefault(spec, []).append(flag)
     return {spec: tuple(found) for spec, found in flags.items()}
@@ -265,22 +264,3 @@ def token_mismatch(spec: PointSpec, usage_prompt_tokens: int | None) -> Flag | N
         "use the lane's tokenizer (the default with --recipe/--cluster; --tokenizer DIR with "
         "--endpoint)",
     )
-
-
-def stream_above_total(points: Sequence[PointResult]) -> dict[PointSpec, Flag]:
-    """c > 1 points whose per-stream tg exceeds their own batch total: impossible, since the
-    total counts every stream's tokens over the batch's decode window."""
-    flags: dict[PointSpec, Flag] = {}
-    for p in points:
-        inf = p.inference
-        if p.spec.concurrency < 2 or inf is None or inf.tg is None or inf.tg_req is None:
-            continue
-        if inf.tg_req.mean > inf.tg.mean:
-            flags[p.spec] = Flag(
-                FlagKind.STREAM_ABOVE_TOTAL,
-                f"tg per stream {inf.tg_req.mean:,.1f} t/s is above the batch total "
-                f"{inf.tg.mean:,.1f} t/s it is part of: some stream's decode window was cut to "
-                "nothing (a burst), so neither figure is a decode rate",
-                IMPLAUSIBLE_FIX,
-            )
-    return flags

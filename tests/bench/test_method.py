@@ -204,20 +204,32 @@ def test_adapt_prompt_trims_like_llama_benchy() -> None:
     assert adapted_sizes(PointSpec(1024, 1, 512, 32), 4, 6) == (512, 1018)
 
 
-def test_token_count_and_stream_above_total_flags() -> None:
+def test_token_count_flag() -> None:
     from cockpit.bench import honesty
-    from cockpit.bench.method import PhaseStats, Stat
-    from cockpit.bench.models import FlagKind, PointResult
+    from cockpit.bench.models import FlagKind
 
     spec = PointSpec(65536, 1, 2048, 32)
     assert honesty.token_mismatch(spec, 65536 + 2048 + 5) is None
     flag = honesty.token_mismatch(spec, 17_000)  # a byte tokenizer's "64K" in real tokens
     assert flag is not None and flag.kind is FlagKind.TOKEN_MISMATCH
-    c2 = PointSpec(0, 2, 2048, 32)
-    phase = PhaseStats(
-        2, None, None, Stat.of([116.7]), Stat.of([58.0, 3200.0]), None, None, None, 6, 0
-    )
-    flags = honesty.stream_above_total([PointResult(c2, phase)])
-    assert flags[c2].kind is FlagKind.STREAM_ABOVE_TOTAL and "116.7" in flags[c2].message
-    fine = PhaseStats(2, None, None, Stat.of([116.7]), Stat.of([58.0]), None, None, None, 2, 0)
-    assert honesty.stream_above_total([PointResult(c2, fine)]) == {}
+
+
+def test_staggered_honest_streams_read_above_their_total_and_are_not_flagged() -> None:
+    """c2: A decodes 30 tokens over 0–1 s (stalled behind B's prefill), B over 0.7–1.0 s."""
+    from cockpit.bench import honesty
+    from cockpit.bench.method import RequestTiming, implausible_runs, phase_stats, stream_rates
+    from cockpit.bench.models import PointResult
+
+    def stream(first: float, span: float, tokens: int) -> RequestTiming:
+        r = RequestTiming(0.0, 10, first_response=first, first_token=first)
+        r.token_times = [first + span * i / (tokens - 1) for i in range(tokens)]
+        r.total_tokens, r.end = tokens, first + span
+        return r
+
+    batch = [stream(0.0, 1.0, 31), stream(0.7, 0.3, 31)]
+    phase = phase_stats([batch], latency=0.0, concurrency=2)
+    assert phase.tg is not None and phase.tg_req is not None
+    assert phase.tg_req.mean > phase.tg.mean  # AM of the rates over the batch's own rate
+    assert implausible_runs([stream_rates(batch)], [1 / 0.005]) == {}  # fastest request: 5 ms
+    spec = PointSpec(1024, 2, 512, 30)
+    assert honesty.cross_point_flags([PointResult(spec, phase)], ["--endpoint", "u"]) == {}
