@@ -466,6 +466,8 @@ class BenchyDriver(Driver):
             if bad:
                 flags.append(honesty.implausible_flag(spec, bad, runs))
                 inference = drop_runs(inference, set(bad), runs)
+            if inference.tg is None and not inference.errors:  # llama-benchy dropped every run
+                flags.append(honesty.no_decode_flag(spec))
         observations = [
             EngineObservation(window_s=(end - start) * scale, stagger_s=stagger * scale)
             for (start, end), stagger in decode_windows(tracker)

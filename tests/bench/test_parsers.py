@@ -126,7 +126,7 @@ def test_decode_bound_of_several_requests_is_the_fastest_ones() -> None:
     one = _tpot(1, 0.03, {0.01: 0, 0.025: 0, 0.05: 1, 0.1: 1, 0.5: 1})
     assert one.decode_bound_since(before) == 1 / 0.03
     fast = _tpot(2, 0.01, {0.01: 2, 0.025: 2, 0.05: 2, 0.1: 2, 0.5: 2})
-    assert fast.decode_bound_since(before) is None  # the lowest bucket starts at 0: no bound
+    assert fast.decode_bound_since(before) == 2 / 0.01  # lowest bucket: the mean stands in
 
 
 def test_proc_net_tcp_rows() -> None:
