@@ -523,7 +523,8 @@ async def _lines(
     try:
         while open_streams:
             try:
-                name, line = await asyncio.wait_for(queue.get(), timeout=0.2)
+                async with asyncio.timeout(0.2):
+                    name, line = await queue.get()
             except TimeoutError:
                 if watchdog.hung():
                     return
@@ -595,7 +596,8 @@ async def _interrupt(proc: asyncio.subprocess.Process, grace: float = 10.0) -> N
     with contextlib.suppress(ProcessLookupError):
         proc.send_signal(signal.SIGINT)
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(proc.wait(), timeout=grace)
+        async with asyncio.timeout(grace):
+            await proc.wait()
 
 
 async def _stop(proc: asyncio.subprocess.Process) -> None:
@@ -605,7 +607,8 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
     with contextlib.suppress(ProcessLookupError):
         proc.terminate()
     try:
-        await asyncio.wait_for(proc.wait(), timeout=5.0)
+        async with asyncio.timeout(5.0):
+            await proc.wait()
     except TimeoutError:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()

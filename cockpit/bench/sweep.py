@@ -90,9 +90,8 @@ class BuiltinDriver(Driver):
                 # lazy imports and connection setup, which must not land in a measured run; its
                 # two requests also tell how many tokens the chat template adds (adapt-prompt)
                 try:
-                    problem = await asyncio.wait_for(
-                        self._warm_up(session), timeout=cfg.hang_timeout_s
-                    )
+                    async with asyncio.timeout(cfg.hang_timeout_s):
+                        problem = await self._warm_up(session)
                 except TimeoutError:
                     problem = f"no answer in {cfg.hang_timeout_s:.0f} s (is the engine hung?)"
                 if problem:

@@ -216,8 +216,9 @@ async def _boot(
                 outcome.fail(f"{rank.who}: boot deadline of {timeout_s:.0f} s passed ({problem})")
                 yield emit.finished("boot", ok=False, detail=outcome.summary)
                 return
-            try:
-                kind, rank, state = await asyncio.wait_for(queue.get(), min(TICK_S, deadline - now))
+            try:  # not wait_for: on 3.11 it drops a signal's cancel that meets a queued update
+                async with asyncio.timeout(min(TICK_S, deadline - now)):
+                    kind, rank, state = await queue.get()
             except TimeoutError:
                 kind = ""
             if kind:

@@ -81,7 +81,8 @@ class FleetPoller:
                 return False
             self._changed.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), wait)
+                async with asyncio.timeout(wait):
+                    await self._changed.wait()
         return True
 
     def _known(self) -> int:

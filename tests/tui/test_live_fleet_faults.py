@@ -122,7 +122,12 @@ async def test_a_launch_killed_mid_boot_is_orphaned_in_the_tui_and_s_stops_it(
             stop = next(op for op in snap.ops if op.op == "stop")
             assert stop.ok, stop.summary
             assert not lane(snap).orphaned and all(not n.ranks for n in snap.nodes)
-            assert not str(app.screen.query_one("#lanes").border_subtitle)
+            pane = app.screen.query_one("#lanes")
+            for _ in range(20):  # the panes repaint from the store at most every 50 ms
+                if not str(pane.border_subtitle):
+                    break
+                await pilot.pause(0.05)
+            assert not str(pane.border_subtitle)
             app.exit()
     fleet.set_fault("dgx1", "hang_after_start", on=False)
 
