@@ -1,7 +1,9 @@
 """Suite-wide fixtures: the simulated fleets (see tests/fleet_fixtures.py), the paused collector."""
 
+import contextlib
 import gc
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +19,30 @@ def collector_paused() -> Iterator[None]:
     yield
     gc.enable()
     gc.unfreeze()
+
+
+AUTOGROUP = Path("/proc/self/autogroup")
+
+
+def _autogroup_nice() -> str | None:
+    with contextlib.suppress(OSError, IndexError):
+        return AUTOGROUP.read_text().split()[-1]
+    return None
+
+
+@pytest.fixture(autouse=True)
+def _suite_priority_kept() -> Iterator[None]:
+    """No test may lower the suite's own share of the CPU. The status probe lowers its session's
+    autogroup to nice 10; run by a stand-in sshd without a session of its own, it once lowered
+    pytest's (and the CI shell's) group, and every later timing, the real lane's bench clients
+    among them, ran behind the fleets' sessions (whole streams read in one burst)."""
+    before = _autogroup_nice()
+    yield
+    after = _autogroup_nice()
+    if before is not None and after != before:
+        with contextlib.suppress(OSError):
+            AUTOGROUP.write_text(before)  # the tests after this one run as before
+        pytest.fail(f"this test changed the suite's autogroup nice from {before} to {after}")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

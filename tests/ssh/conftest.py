@@ -75,6 +75,7 @@ async def _bash(sshd: MiniSshd, process: asyncssh.SSHServerProcess[bytes]) -> No
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,  # as sshd's session: the probe lowers its own autogroup, not ours
     )
     sshd.procs.append(proc)
     assert proc.stdout and proc.stderr
