@@ -47,5 +47,7 @@ async def test_wait_for_loses_a_cancel_on_this_python_and_timeout_does_not() -> 
 
 def test_the_product_never_uses_wait_for() -> None:
     """A SIGHUP mid-launch was lost this way in CI: the launch waited on for its hung head."""
-    users = [str(p.relative_to(PRODUCT)) for p in _product_sources() if "wait_for(" in p.read_text()]
+    users = [
+        str(p.relative_to(PRODUCT)) for p in _product_sources() if "wait_for(" in p.read_text()
+    ]
     assert users == []
