@@ -3,7 +3,9 @@ stopped by the cockpit over SSH like any lane. Slow: the lane boots once per ses
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,9 @@ from cockpit.config import load_inventory
 from cockpit.sim.fleet.realvllm import CLUSTER, RECIPE
 from cockpit.ssh.inventory import pool_for
 from cockpit.telemetry.boot import BootPhase, BootState, advance
+from cockpit.tui.feeds.fleet import FleetFeed
+from cockpit.tui.state import Store
+from cockpit.tui.state.views import EngineView
 from tests.real_vllm import RealLane, cockpit
 
 pytestmark = [pytest.mark.slow, pytest.mark.realvllm, pytest.mark.timeout(1800)]
@@ -86,6 +91,29 @@ def test_both_drivers_bench_it_through_the_ssh_forward(real_lane: RealLane, tmp_
             assert 1 / 3 < a.tg / b.tg < 3, (a.spec, a.tg, b.tg)
     usage = {p.spec.depth: p.usage_prompt_tokens for p in ours.points if p.spec.concurrency == 1}
     assert abs((usage[0] or 0) - 512) <= 8 and abs((usage[1024] or 0) - (1024 + 512)) <= 8, usage
+
+
+async def _engine_view(lane: RealLane) -> EngineView:
+    """The lane's engine as the TUI's KV and Engine panes get it: its own feed and store."""
+    inventory = load_inventory(lane.inventory)
+    store = Store(inventory)
+    async with pool_for(inventory) as pool, asyncio.timeout(60):
+        async for batch in FleetFeed(inventory, pool, scrape_s=0.5).batches():
+            store.apply_all(batch)
+            view = store.snapshot(time.time()).engines.get(f"{RECIPE}@{CLUSTER}")
+            if view is not None and view.gen_tps is not None:  # two scrapes: rates too
+                return view
+    raise AssertionError("unreachable")
+
+
+async def test_the_kv_pane_shows_the_real_pool_in_gib(real_lane: RealLane) -> None:
+    """vLLM reports `kv_cache_memory_bytes="None"` unless that flag is set: the pane's GiB is
+    blocks × block size × the recipe's KV bytes per token, and equals the KV space the lane's env
+    gives the CPU build (VLLM_CPU_KVCACHE_SPACE=1), as its boot log's pool in tokens does."""
+    view = await _engine_view(real_lane)
+    assert view.pool_tokens == 2_097_152
+    assert view.pool_gib == pytest.approx(1.0)
+    assert view.running == 0 and view.waiting == 0 and view.kv_usage == 0.0
 
 
 def test_stop_removes_it(real_lane: RealLane) -> None:
