@@ -78,14 +78,15 @@ def test_both_drivers_bench_it_through_the_ssh_forward(real_lane: RealLane, tmp_
             # adapt-prompt with the lane's tokenizer: the engine counts what was intended
             assert FlagKind.TOKEN_MISMATCH not in kinds
             assert point.inference is not None
-            # on 2 shared cores a whole 32-token stream often arrives in one socket read (measured:
-            # 2 of 4 streams read straight from the engine, 4 of 4 through the forward): such runs
-            # are dropped or leave no decode window, and the point says so instead of a figure
+            # a client starved of CPU reads a whole 32-token stream in one socket read (seen while
+            # a test had lowered pytest's autogroup behind the fleet's sessions): such runs are
+            # dropped or leave no decode window, and the point says so instead of a figure
             if point.inference.tg is None:
                 assert FlagKind.IMPLAUSIBLE in kinds, (point.spec, point.flags)
     for a, b in zip(ours.points, theirs.points, strict=True):
-        # the same points; their figures in the same range (bursts counted as decode read ~16x
-        # on tg): the 10 % agreement wants a quiet host, benchmarks/real_lane_agreement.py's
+        # the same points, their figures in the same range: llama-benchy 0.4.0 reads tg low
+        # (it skips empty-text chunks) and the engine's own speed moves with the client's CPU on
+        # 2 shared cores; benchmarks/real_lane_agreement.py holds each to the engine's own ITL
         assert a.spec == b.spec
         if a.tg is not None and b.tg is not None:
             assert 1 / 3 < a.tg / b.tg < 3, (a.spec, a.tg, b.tg)
