@@ -29,6 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cockpit.pids import pid_exists
+
 DOCKERD = "/usr/sbin/dockerd"
 DOCKER = "/usr/bin/docker"  # Debian's client, matching the daemon (another may be first on PATH)
 REGISTRY = "/usr/bin/docker-registry"
@@ -70,17 +72,20 @@ def _tail(path: Path, lines: int = 8) -> str:
 
 
 def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not pid_exists(pid):
         return False
-    except PermissionError:
-        return True
     try:  # a zombie (exited, not yet reaped by its parent) is gone for our purposes
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
     except OSError:
         return False
     return state != "Z"
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
 
 
 def _terminate(pid: int, timeout_s: float) -> None:
@@ -208,10 +213,7 @@ class Dockerd:
 
     @property
     def pid(self) -> int | None:
-        try:
-            return int(self.pid_file.read_text().strip())
-        except (OSError, ValueError):
-            return None
+        return _read_pid(self.pid_file)
 
     def env(self) -> dict[str, str]:
         return {"DOCKER_HOST": self.host}
@@ -341,10 +343,7 @@ class Registry:
 
     @property
     def pid(self) -> int | None:
-        try:
-            return int(self.pid_file.read_text().strip())
-        except (OSError, ValueError):
-            return None
+        return _read_pid(self.pid_file)
 
     def running(self) -> bool:
         pid = self.pid
