@@ -269,7 +269,9 @@ def implausible_runs(
             continue
         fastest = max(run)
         bound = decode_bounds[index] if index < len(decode_bounds) else None
-        if median > 0 and fastest > MEDIAN_FACTOR * median:
+        if math.isinf(fastest):
+            out[index] = "a stream's decode tokens arrived all at once (no time between them)"
+        elif median > 0 and fastest > MEDIAN_FACTOR * median:
             out[index] = (
                 f"a stream decoded {fastest:,.0f} t/s, {fastest / median:.0f}× the point's "
                 f"median {median:,.1f}"
@@ -292,11 +294,11 @@ def decode_bound(tpot_sum: float | None, tpot_count: float | None) -> float | No
 def fastest_decode(tpot: Histogram) -> float | None:
     """The fastest per-stream decode the time per output token of a batch's requests allows.
 
-        One request: 1 / its time per token. Several: their mean is the bound of none of them (at c2
-        cold one stream stalls behind the other's prefill, the other decodes clean), so 1 / the
-    XX
-        the lowest bucket, a fast engine: the real CPU lane's 3 ms) nothing bounds the fastest one,
-        and the mean stands in: without it a burst at c2 on such a lane reads 3,000 t/s (measured).
+    One request: 1 / its time per token. Several: their mean is the bound of none of them (at c2
+    cold one stream stalls behind the other's prefill, the other decodes clean), so 1 / the
+    histogram's floor (no request took less per token). When the floor is 0 (a request in the
+    lowest bucket, a fast engine: the real CPU lane's 3 ms) nothing bounds the fastest one, and
+    the mean stands in: without it a burst at c2 on such a lane reads 3,000 t/s (measured).
     """
     floor = tpot.floor if tpot.count > 1 else None
     return 1.0 / floor if floor else decode_bound(tpot.sum, tpot.count)

@@ -195,6 +195,9 @@ def test_implausible_runs_by_median_and_by_the_engines_own_decode_rate() -> None
     assert implausible_runs(bursty, [None] * 3) == {}
     assert set(implausible_runs(bursty, [bound] * 3)) == {0, 1}
     assert implausible_runs([[300.0], [310.0]], [bound] * 2) == {}  # within the relay margin
+    # a stream whose tokens came at one instant, with no bound known and the median fooled
+    at_once = [[float("inf")], [float("inf")], [120.0]]
+    assert set(implausible_runs(at_once, [None] * 3)) == {0, 1}
 
 
 def test_adapt_prompt_trims_like_llama_benchy() -> None:

@@ -92,6 +92,30 @@ def test_llama_benchy_progress_groups_runs_and_phases() -> None:
     assert benchy.parse_progress_line('{"type": "tokens"}') is None
 
 
+def test_llama_benchy_streams_seen_in_its_progress_events_show_a_burst() -> None:
+    """llama-benchy keeps no per-request tg for a stream whose decode had no span, so its own
+    values cannot be split by run (a c2 burst read 8,023 t/s on the real lane, unflagged); its
+    progress events, one per chunk as it parsed them, show every stream of every run."""
+    from cockpit.bench.method import implausible_runs
+
+    tracker = benchy.ProgressTracker(PointSpec(0, 2, 512, 32))
+    honest = [(1.0 + 0.003 * i, 1) for i in range(32)]  # ~333 t/s
+    burst = [(1.0, 1)] + [(1.000_01 + 1e-6 * i, 1) for i in range(31)]  # one read
+    all_at_once = [(1.0, 1), (1.0, 31)]  # the rest in one chunk stamped with the first
+    rid = 0
+    for run, streams in enumerate([(honest, honest), (honest, burst), (honest, all_at_once)]):
+        for chunks in streams:
+            tracker.feed({"type": "request_start", "request_id": rid, "ts": 0.9, "run_index": run})
+            for ts, count in chunks:
+                tracker.feed({"type": "tokens", "request_id": rid, "ts": ts, "count": count})
+            rid += 1
+    rates = benchy.seen_stream_rates(tracker)
+    assert [len(run) for run in rates] == [2, 2, 2]
+    assert rates[0][0] == pytest.approx(31 / 0.093)
+    assert rates[2][1] == float("inf")
+    assert set(implausible_runs(rates, [None] * 3)) == {1, 2}
+
+
 def test_llama_benchy_argv_per_group(tmp_path: Path) -> None:
     cfg = DriverConfig("http://h:1", "m", (), tmp_path, runs=2)
     warm = [PointSpec(d, c, 2048, 32) for d in (0, 65536) for c in (1, 2)]
