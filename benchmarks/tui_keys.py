@@ -1,0 +1,344 @@
+"""The TUI as an operator runs it, in a real terminal (tmux): key→frame latency, idle CPU, RSS,
+and what it costs a bench to have the TUI open.
+
+    python benchmarks/tui_keys.py [--presses 40] [--idle-s 30] [--soak-min 0] [--write-results]
+
+Scenes, each on a fresh simulated fleet (asyncssh endpoints, resident tool service) and a fresh
+`cockpit --inventory DIR tui` in a tmux window of 160×48 on a private tmux server:
+
+- **8 nodes, a lane serving, a bench running**: `qwen3-0.6b-2x` launched by `cockpit launch`,
+  then `cockpit bench` (depths 0 and 4K, c1/c2, 3 runs) from the command line; first without the
+  TUI, then with it open (twice each, alternating): the bench's wall time with ÷ without. The keys
+  are pressed during a third bench.
+- **The floor**: `benchmarks/tui_floor_app.py`, an almost empty Textual app with the same pane
+  titles and the same `m`, in the same terminal while the same benches run: what tmux, the
+  harness and the loaded machine add to any Textual app's frame.
+- **128 idle nodes**: nothing serving.
+
+Key→frame: `m` (maximise the focused pane, then restore it: the whole layout changes) sent with
+`tmux send-keys`; the latency is until `tmux capture-pane` shows the other layout (polled every
+~10 ms, so figures are upper bounds by that much). Presses are 250-450 ms apart, at random phases
+of the panes' own refreshes. Idle CPU: the TUI process's own CPU time over `--idle-s` seconds
+with no key pressed, as % of one core. RSS: VmRSS of the TUI process.
+
+`--soak-min M`: then M minutes at 8 nodes with the lane serving, benches back to back (their
+request lines are the Log pane's flood), RSS sampled every 30 s: printed at 10 minutes, and the
+spread (max − min over their mean) of the samples of the last 20 minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import os
+import random
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.results_md import write_section  # noqa: E402
+from cockpit.sim.fleet import SimFleet  # noqa: E402
+
+COCKPIT = [sys.executable, "-m", "cockpit"]
+SIZE = (160, 48)
+TICK = os.sysconf("SC_CLK_TCK")
+RECIPE, CLUSTER = "qwen3-0.6b-2x", "dgx56-switch"
+BENCH = ("--depths", "0,4096", "--concurrency", "1,2", "--runs", "3")
+PANE_TITLES = ("Lanes", "Nodes", "NCCL", "Log", "Operations", "KV", "Engine", "Bench")
+
+
+def cockpit(inventory: Path, *args: str, timeout: float = 900.0) -> float:
+    """Run `cockpit --inventory DIR ARGS` to its end; its wall seconds (raises on failure)."""
+    t0 = time.perf_counter()
+    done = subprocess.run(
+        [*COCKPIT, "--inventory", str(inventory), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"cockpit {args[0]} failed:\n{done.stdout}\n{done.stderr}")
+    return time.perf_counter() - t0
+
+
+class Terminal:
+    """A tmux window on a private server, running one command."""
+
+    def __init__(self, command: list[str]) -> None:
+        self.socket = f"cockpit-bench-{os.getpid()}"
+        cols, rows = SIZE
+        shell = "exec " + shlex.join(command)
+        self._tmux("new-session", "-d", "-s", "tui", "-x", str(cols), "-y", str(rows), shell)
+        self.pid = int(self._tmux("display-message", "-p", "-t", "tui", "#{pane_pid}").strip())
+
+    def _tmux(self, *args: str) -> str:
+        return subprocess.run(
+            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=True
+        ).stdout
+
+    def screen(self) -> str:
+        return self._tmux("capture-pane", "-p", "-t", "tui")
+
+    def press(self, key: str) -> None:
+        self._tmux("send-keys", "-t", "tui", key)
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
+        for _ in range(100):  # the TUI quits on SIGHUP; wait until it has gone
+            if not Path(f"/proc/{self.pid}").exists():
+                return
+            time.sleep(0.05)
+
+    def cpu_s(self) -> float:
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICK
+
+    def rss_mib(self) -> float:
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        raise RuntimeError("no VmRSS")
+
+    def wait_for(self, ready: Callable[[str], bool], timeout: float, poll: float = 0.01) -> float:
+        """Seconds until the screen satisfies `ready`."""
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < timeout:
+            if ready(self.screen()):
+                return time.perf_counter() - t0
+            time.sleep(poll)
+        raise TimeoutError(f"screen not ready after {timeout} s:\n{self.screen()}")
+
+
+def panes_shown(screen: str) -> int:
+    return sum(1 for title in PANE_TITLES if title in screen)
+
+
+def key_latencies(
+    term: Terminal, presses: int, between: Callable[[], None] = lambda: None
+) -> list[float]:
+    """`m` pressed `presses` times (maximise, restore, …): ms until the other layout shows;
+    `between` runs before each press."""
+    rng = random.Random(0)
+    latencies = []
+    for _ in range(presses):
+        between()
+        maximised = panes_shown(term.screen()) <= 2
+        t0 = time.perf_counter()
+        term.press("m")
+        if maximised:
+            term.wait_for(lambda s: panes_shown(s) > 2, timeout=10)
+        else:
+            term.wait_for(lambda s: panes_shown(s) <= 2, timeout=10)
+        latencies.append((time.perf_counter() - t0) * 1000)
+        time.sleep(rng.uniform(0.25, 0.45))
+    if panes_shown(term.screen()) <= 2:
+        term.press("m")
+    return latencies
+
+
+def idle_cpu_pct(term: Terminal, seconds: float) -> float:
+    c0, t0 = term.cpu_s(), time.perf_counter()
+    time.sleep(seconds)
+    return 100 * (term.cpu_s() - c0) / (time.perf_counter() - t0)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+@dataclass
+class Scene:
+    name: str
+    nodes: int
+    latencies: list[float] = field(default_factory=list)
+    idle_cpu: float | None = None
+    rss_mib: float | None = None
+    bench_without_s: list[float] = field(default_factory=list)
+    bench_with_s: list[float] = field(default_factory=list)
+
+
+def open_tui(fleet: SimFleet, reports: Path, nodes: int) -> Terminal:
+    term = Terminal([*COCKPIT, "--inventory", str(fleet.inventory_dir), "tui", "--reports",
+                     str(reports)])  # fmt: skip
+    # ready: every pane drawn and the last node of the fleet listed with its figures
+    term.wait_for(lambda s: panes_shown(s) >= 6 and "dgx1 " in s, timeout=120, poll=0.2)
+    time.sleep(5 if nodes <= 8 else 20)  # first rounds of probes and scrapes over
+    return term
+
+
+class BenchLoop:
+    """`cockpit bench` on the serving lane, back to back until closed."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.argv = argv
+        self.running: subprocess.Popen[bytes] | None = None
+
+    def keep_going(self) -> None:
+        if self.running is None or self.running.poll() is not None:
+            self.running = subprocess.Popen(
+                self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+
+    def close(self) -> None:
+        if self.running is not None:
+            self.running.terminate()
+            self.running.wait(timeout=60)
+
+
+def serving_scenes(work: Path, presses: int, idle_s: float) -> list[Scene]:
+    """The cockpit at 8 nodes with a lane serving and a bench running, and the floor app under
+    the same load."""
+    scene = Scene("8 nodes, lane serving, bench running", 8)
+    floor = Scene("floor: empty Textual app, same load", 8)
+    with SimFleet(work / "fleet8", 8, owner_pid=os.getpid()) as fleet:
+        inv, reports = fleet.inventory_dir, work / "reports8"
+        cockpit(inv, "launch", "--recipe", RECIPE, "--cluster", CLUSTER)
+        bench = ("bench", "--recipe", RECIPE, "--cluster", CLUSTER, "--label", "tui-keys",
+                 "--reports", str(reports), *BENCH)  # fmt: skip
+        scene.bench_without_s.append(cockpit(inv, *bench))
+        term = open_tui(fleet, reports, 8)
+        try:
+            scene.idle_cpu = idle_cpu_pct(term, idle_s)
+            scene.bench_with_s.append(cockpit(inv, *bench))
+            term.close()
+            scene.bench_without_s.append(cockpit(inv, *bench))
+            term = open_tui(fleet, reports, 8)
+            scene.bench_with_s.append(cockpit(inv, *bench))
+            benches = BenchLoop([*COCKPIT, "--inventory", str(inv), *bench])
+            try:
+                benches.keep_going()
+                time.sleep(3)  # the bench past its model query and warm-up
+                scene.latencies = key_latencies(term, presses, benches.keep_going)
+                scene.rss_mib = term.rss_mib()
+                term.close()
+                term = Terminal([sys.executable, str(ROOT / "benchmarks" / "tui_floor_app.py")])
+                term.wait_for(lambda s: panes_shown(s) == len(PANE_TITLES), timeout=30)
+                floor.latencies = key_latencies(term, presses, benches.keep_going)
+                floor.rss_mib = term.rss_mib()
+            finally:
+                benches.close()
+        finally:
+            term.close()
+    return [scene, floor]
+
+
+def idle_scene(work: Path, nodes: int, presses: int, idle_s: float) -> Scene:
+    scene = Scene(f"{nodes} idle nodes", nodes)
+    with SimFleet(work / f"fleet{nodes}", nodes, owner_pid=os.getpid()) as fleet:
+        term = open_tui(fleet, work / f"reports{nodes}", nodes)
+        try:
+            scene.idle_cpu = idle_cpu_pct(term, idle_s)
+            scene.latencies = key_latencies(term, presses)
+            scene.rss_mib = term.rss_mib()
+        finally:
+            term.close()
+    return scene
+
+
+def soak(work: Path, minutes: float) -> list[tuple[float, float]]:
+    """(minutes, RSS MiB) every 30 s with the lane serving and benches back to back."""
+    samples: list[tuple[float, float]] = []
+    with SimFleet(work / "soak", 8, owner_pid=os.getpid()) as fleet:
+        inv, reports = fleet.inventory_dir, work / "soak-reports"
+        cockpit(inv, "launch", "--recipe", RECIPE, "--cluster", CLUSTER)
+        term = open_tui(fleet, reports, 8)
+        bench = [*COCKPIT, "--inventory", str(inv), "bench", "--recipe", RECIPE, "--cluster",
+                 CLUSTER, "--label", "soak", "--reports", str(reports), *BENCH]  # fmt: skip
+        benches = BenchLoop(bench)
+        t0 = time.perf_counter()
+        try:
+            while (elapsed := time.perf_counter() - t0) < minutes * 60:
+                benches.keep_going()
+                samples.append((elapsed / 60, term.rss_mib()))
+                print(f"  soak {elapsed / 60:5.1f} min  RSS {samples[-1][1]:.1f} MiB", flush=True)
+                time.sleep(30)
+        finally:
+            benches.close()
+            term.close()
+    return samples
+
+
+def report(scenes: list[Scene], soaked: list[tuple[float, float]], presses: int,
+           idle_s: float, soak_min: float) -> str:  # fmt: skip
+    base = scenes[0]
+    rows = [
+        f"`python benchmarks/tui_keys.py --presses {presses} --idle-s {idle_s:g} "
+        f"--soak-min {soak_min:g}` ({date.today()})",
+        "",
+        f"`cockpit tui` in tmux at {SIZE[0]}×{SIZE[1]} on a simulated fleet, this machine's "
+        f"{os.cpu_count()} cores shared by the fleet, the TUI, tmux and the probe of the screen. "
+        f"Key→frame: `m` (maximise / restore) until the screen shows the other layout, over "
+        f"{presses} presses. Ratios are to the first row's figure.",
+        "",
+        "| scene | key→frame p50 ms | p95 ms | max ms | idle CPU % of a core | RSS MiB |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for s in scenes:
+        p50, p95 = percentile(s.latencies, 0.5), percentile(s.latencies, 0.95)
+        ratio = "" if s is base else (
+            f" (×{p95 / percentile(base.latencies, 0.95):.2f})"
+        )  # fmt: skip
+        rows.append(
+            f"| {s.name} | {p50:.0f} | {p95:.0f}{ratio} | {max(s.latencies):.0f} "
+            f"| {'–' if s.idle_cpu is None else f'{s.idle_cpu:.1f}'} | {s.rss_mib or 0:.0f} |"
+        )
+    if base.bench_with_s and base.bench_without_s:
+        without = statistics.median(base.bench_without_s)
+        with_ = statistics.median(base.bench_with_s)
+        rows += [
+            "",
+            f"Bench ({' '.join(BENCH)}) on the serving lane, wall s: without the TUI "
+            f"{', '.join(f'{t:.1f}' for t in base.bench_without_s)}; with the TUI open "
+            f"{', '.join(f'{t:.1f}' for t in base.bench_with_s)}: "
+            f"**with ÷ without {with_ / without:.2f}** (medians).",
+        ]
+    if soaked:
+        at10 = min(soaked, key=lambda s: abs(s[0] - 10))
+        last = [rss for minute, rss in soaked if minute >= soaked[-1][0] - 20]
+        spread = (max(last) - min(last)) / statistics.mean(last)
+        rows += [
+            "",
+            f"Soak, {soak_min:g} min at 8 nodes, the lane serving and benches back to back: "
+            f"RSS {soaked[0][1]:.0f} MiB at start, {at10[1]:.0f} MiB at {at10[0]:.0f} min, "
+            f"{soaked[-1][1]:.0f} MiB at the end; over the last 20 min "
+            f"{min(last):.0f}-{max(last):.0f} MiB, **spread {100 * spread:.1f} %**.",
+        ]
+    return "\n".join(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--presses", type=int, default=40)
+    parser.add_argument("--idle-s", type=float, default=30.0)
+    parser.add_argument("--nodes", type=int, default=128, help="the idle scene's fleet")
+    parser.add_argument("--soak-min", type=float, default=0.0)
+    parser.add_argument("--write-results", action="store_true")
+    args = parser.parse_args()
+    compileall.compile_dir(str(ROOT / "cockpit"), quiet=1)
+    with tempfile.TemporaryDirectory(prefix="cockpit-tui-keys-") as tmp:
+        work = Path(tmp)
+        scenes = serving_scenes(work, args.presses, args.idle_s)
+        print(report(scenes, [], args.presses, args.idle_s, 0), flush=True)
+        scenes.append(idle_scene(work, args.nodes, args.presses, args.idle_s))
+        soaked = soak(work, args.soak_min) if args.soak_min > 0 else []
+    text = "## TUI in a terminal: key→frame, idle CPU, RSS\n\n" + report(
+        scenes, soaked, args.presses, args.idle_s, args.soak_min
+    )
+    print(text)
+    if args.write_results:
+        write_section("tui_keys", text)
+
+
+if __name__ == "__main__":
+    main()
