@@ -15,7 +15,7 @@ from textual.containers import Horizontal, Vertical
 from textual.events import Resize
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Header, Input
+from textual.widgets import Header, Input
 
 from cockpit.errors import EXIT_REFUSED, CockpitError
 from cockpit.ops.events import Finished, OpEvent, Planned, StepFinished
@@ -31,6 +31,7 @@ from cockpit.tui.state.inputs import OpEnded, OpUpdate, RankOnNode
 from cockpit.tui.state.views import FleetSnapshot, LaneView, LogSource, lane_key
 from cockpit.tui.widgets.activity import BenchPane, OpsPane
 from cockpit.tui.widgets.engine import KvPane, ThroughputPane
+from cockpit.tui.widgets.key_footer import KeyFooter
 from cockpit.tui.widgets.lanes import LanesPane
 from cockpit.tui.widgets.logs import LogPane, NcclPane
 from cockpit.tui.widgets.nodes import NodesPane
@@ -78,7 +79,7 @@ class MainScreen(Screen[None]):
                 yield KvPane()
                 yield ThroughputPane()
                 yield BenchPane()
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         self.sub_title = "READ-ONLY" if self.cockpit.readonly else self.cockpit.fleet_label
