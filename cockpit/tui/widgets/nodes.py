@@ -19,6 +19,7 @@ COLUMNS = ("node", "link", "lane/rank", "gpu", "memory", "temp", "power", "clock
 """Most needed first: a pane too narrow for every column (a 120-column terminal) cuts the clocks
 and the sparkline, not the memory figure."""
 SPARK_WIDTH = 12
+Cells = tuple[tuple[str, object], ...]
 
 
 def _health(node: NodeView, colours: Palette) -> Text:
@@ -39,6 +40,14 @@ def _rank(rank: RankOnNode) -> str:
     if rank.running:
         return f"{name} ORPHANED" if rank.orphaned else name
     return f"{name} exited" + (f" ({rank.exit_code})" if rank.exit_code is not None else "")
+
+
+def row_inputs(node: NodeView) -> tuple[object, ...]:
+    """What `node_row` reads: a live node's age moves every snapshot and is not shown."""
+    dim = node.health in (NodeHealth.STALE, NodeHealth.DOWN)
+    age = fmt_duration(node.age_s) if dim and node.age_s is not None else None
+    return (node.name, node.health, age, node.gpu, node.memory, node.ranks, node.ranks_known,
+            node.util_history)  # fmt: skip
 
 
 def node_row(node: NodeView, colours: Palette) -> tuple[Text, ...]:
@@ -88,8 +97,12 @@ class NodesPane(Pane):
 
     def __init__(self) -> None:
         super().__init__("Nodes", id="nodes")
-        self._shown: dict[str, tuple[tuple[str, object], ...]] = {}  # node → its cells
+        self._shown: dict[str, Cells] = {}  # node → its cells
+        self._rows: dict[str, tuple[tuple[object, ...], tuple[Text, ...], Cells]] = {}
+        """node → (its row_inputs, its row, its cells): at 128 nodes, building every row at
+        each repaint was most of the idle TUI's CPU, and a repaint changes a few nodes."""
         self._columns: list[ColumnKey] = []
+        self._colours: Palette | None = None
 
     def compose(self) -> ComposeResult:
         table: DataTable[Text] = DataTable(cursor_type="row", id="nodes-table")
@@ -98,8 +111,12 @@ class NodesPane(Pane):
 
     def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
         colours = palette_of(self.app)
-        rows = {node.name: node_row(node, colours) for node in snap.nodes}
-        shown = {name: tuple((t.plain, t.style) for t in row) for name, row in rows.items()}
+        if colours != self._colours:
+            self._rows, self._colours = {}, colours
+        made = {node.name: self._row(node, colours) for node in snap.nodes}
+        self._rows = made
+        rows = {name: row for name, (_, row, _) in made.items()}
+        shown = {name: cells for name, (_, _, cells) in made.items()}
         if shown == self._shown:
             return  # e.g. only the ages of live nodes moved: nothing visible changed
         table = self.query_one(DataTable)
@@ -121,6 +138,16 @@ class NodesPane(Pane):
         self._shown = shown
         down = [n.name for n in snap.nodes if n.health in (NodeHealth.STALE, NodeHealth.DOWN)]
         self.retitle(subtitle=f"unreachable: {', '.join(down)}" if down else "")
+
+    def _row(
+        self, node: NodeView, colours: Palette
+    ) -> tuple[tuple[object, ...], tuple[Text, ...], Cells]:
+        inputs = row_inputs(node)
+        known = self._rows.get(node.name)
+        if known is not None and known[0] == inputs:
+            return known
+        row = node_row(node, colours)
+        return inputs, row, tuple((t.plain, t.style) for t in row)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
