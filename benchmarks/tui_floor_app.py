@@ -1,6 +1,6 @@
-"""The floor of `tui_keys.py`: an almost empty Textual app with the cockpit's eight pane titles
-and the same `m` (maximise / restore), measured by the same harness under the same load, so that
-what the harness, tmux and a loaded machine add is known."""
+"""The floor of `tui_keys.py`: an almost empty Textual app with the cockpit's eight pane titles,
+the same `?` (a help over the panes) and the same `m` (maximise / restore), measured by the same
+harness under the same load, so that what the harness, tmux and a loaded machine add is known."""
 
 from __future__ import annotations
 
@@ -9,14 +9,27 @@ from typing import ClassVar
 from textual.app import App, ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
 from textual.widgets import Static
 
 TITLES = ("Lanes", "Nodes", "NCCL", "Log", "Operations", "KV", "Engine", "Bench")
 
 
+class Help(ModalScreen[None]):
+    CSS = "Help { align: center middle; background: $background 60%; } #keys { height: 12; }"
+    BINDINGS: ClassVar[list[BindingType]] = [("escape,question_mark", "dismiss", "close")]
+
+    def compose(self) -> ComposeResult:
+        yield Static("Keys  (ctrl+p: command palette · esc: close)", id="keys")
+
+
 class Floor(App[None]):
     CSS = "Static { height: 1fr; border: round $primary; } Vertical { width: 1fr; }"
-    BINDINGS: ClassVar[list[BindingType]] = [("m", "maximise", "maximise"), ("q", "quit", "quit")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        ("m", "maximise", "maximise"),
+        ("question_mark", "help", "help"),
+        ("q", "quit", "quit"),
+    ]
 
     def compose(self) -> ComposeResult:
         with Horizontal():
@@ -30,6 +43,9 @@ class Floor(App[None]):
 
     def on_mount(self) -> None:
         self.query_one("#lanes").focus()
+
+    def action_help(self) -> None:
+        self.push_screen(Help())
 
     def action_maximise(self) -> None:
         if self.screen.maximized is not None:

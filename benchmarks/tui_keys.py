@@ -11,12 +11,16 @@ Scenes, each on a fresh simulated fleet (asyncssh endpoints, resident tool servi
   TUI, then with it open (twice each, alternating): the bench's wall time with ÷ without. The keys
   are pressed during a third bench.
 - **The floor**: `benchmarks/tui_floor_app.py`, an almost empty Textual app with the same pane
-  titles and the same `m`, in the same terminal while the same benches run: what tmux, the
-  harness and the loaded machine add to any Textual app's frame.
-- **128 idle nodes**: nothing serving.
+  titles, the same `?` and the same `m`, in the same terminal while the same benches run: what
+  tmux, the harness and the loaded machine add to any Textual app's frame.
+- **128 idle nodes**: nothing serving; then the floor app while that cockpit stays open, since at
+  this size the load is the cockpit's own polling of every node (the simulated nodes answer on
+  the same 2 cores).
 
-Key→frame: `m` (maximise the focused pane, then restore it: the whole layout changes) sent with
-`tmux send-keys`; the latency is until `tmux capture-pane` shows the other layout (polled every
+Key→frame, for two keys that redraw the whole screen: `?` (the help over the panes; `?` again
+closes it: not Escape, which a terminal app must wait on to tell it from the start of an escape
+sequence) and `m` (maximise the focused pane, then restore it: the whole layout changes), sent
+with `tmux send-keys`; the latency is until `tmux capture-pane` shows the change (polled every
 ~10 ms, so figures are upper bounds by that much). Presses are 250-450 ms apart, at random phases
 of the panes' own refreshes. Idle CPU: the TUI process's own CPU time over `--idle-s` seconds
 with no key pressed, as % of one core. RSS: VmRSS of the TUI process.
@@ -54,6 +58,7 @@ SIZE = (160, 48)
 TICK = os.sysconf("SC_CLK_TCK")
 RECIPE, CLUSTER = "qwen3-0.6b-2x", "dgx56-switch"
 BENCH = ("--depths", "0,4096", "--concurrency", "1,2", "--runs", "3")
+FLOOR_APP = ROOT / "benchmarks" / "tui_floor_app.py"
 PANE_TITLES = ("Lanes", "Nodes", "NCCL", "Log", "Operations", "KV", "Engine", "Bench")
 
 
@@ -74,8 +79,8 @@ def cockpit(inventory: Path, *args: str, timeout: float = 900.0) -> float:
 class Terminal:
     """A tmux window on a private server, running one command."""
 
-    def __init__(self, command: list[str]) -> None:
-        self.socket = f"cockpit-bench-{os.getpid()}"
+    def __init__(self, command: list[str], name: str = "tui") -> None:
+        self.socket = f"cockpit-bench-{os.getpid()}-{name}"
         cols, rows = SIZE
         shell = "exec " + shlex.join(command)
         self._tmux("new-session", "-d", "-s", "tui", "-x", str(cols), "-y", str(rows), shell)
@@ -123,27 +128,49 @@ def panes_shown(screen: str) -> int:
     return sum(1 for title in PANE_TITLES if title in screen)
 
 
+HELP_TITLE = "Keys  (ctrl+p"
+
+
+@dataclass(frozen=True)
+class KeyProbe:
+    """A key that changes the screen, the key that changes it back, and how to tell them apart."""
+
+    name: str
+    key: str
+    back: str
+    shown: Callable[[str], bool]
+
+
+KEYS = (
+    KeyProbe("`?` help", "?", "?", lambda s: HELP_TITLE in s),
+    KeyProbe("`m` maximise", "m", "m", lambda s: panes_shown(s) <= 2),
+)
+
+
 def key_latencies(
-    term: Terminal, presses: int, between: Callable[[], None] = lambda: None
+    term: Terminal, probe: KeyProbe, presses: int, between: Callable[[], None] = lambda: None
 ) -> list[float]:
-    """`m` pressed `presses` times (maximise, restore, …): ms until the other layout shows;
-    `between` runs before each press."""
+    """`probe.key`, then `probe.back`, … `presses` times in all: ms until the screen shows the
+    change; `between` runs before each press."""
     rng = random.Random(0)
     latencies = []
     for _ in range(presses):
         between()
-        maximised = panes_shown(term.screen()) <= 2
+        changed = probe.shown(term.screen())
         t0 = time.perf_counter()
-        term.press("m")
-        if maximised:
-            term.wait_for(lambda s: panes_shown(s) > 2, timeout=10)
-        else:
-            term.wait_for(lambda s: panes_shown(s) <= 2, timeout=10)
+        term.press(probe.back if changed else probe.key)
+        term.wait_for(lambda s, was=changed: probe.shown(s) != was, timeout=10)
         latencies.append((time.perf_counter() - t0) * 1000)
         time.sleep(rng.uniform(0.25, 0.45))
-    if panes_shown(term.screen()) <= 2:
-        term.press("m")
+    if probe.shown(term.screen()):
+        term.press(probe.back)
     return latencies
+
+
+def all_keys(
+    term: Terminal, presses: int, between: Callable[[], None] = lambda: None
+) -> dict[str, list[float]]:
+    return {probe.name: key_latencies(term, probe, presses, between) for probe in KEYS}
 
 
 def idle_cpu_pct(term: Terminal, seconds: float) -> float:
@@ -161,7 +188,7 @@ def percentile(values: list[float], q: float) -> float:
 class Scene:
     name: str
     nodes: int
-    latencies: list[float] = field(default_factory=list)
+    latencies: dict[str, list[float]] = field(default_factory=dict)  # by KeyProbe.name
     idle_cpu: float | None = None
     rss_mib: float | None = None
     bench_without_s: list[float] = field(default_factory=list)
@@ -219,12 +246,12 @@ def serving_scenes(work: Path, presses: int, idle_s: float) -> list[Scene]:
             try:
                 benches.keep_going()
                 time.sleep(3)  # the bench past its model query and warm-up
-                scene.latencies = key_latencies(term, presses, benches.keep_going)
+                scene.latencies = all_keys(term, presses, benches.keep_going)
                 scene.rss_mib = term.rss_mib()
                 term.close()
-                term = Terminal([sys.executable, str(ROOT / "benchmarks" / "tui_floor_app.py")])
+                term = Terminal([sys.executable, str(FLOOR_APP)])
                 term.wait_for(lambda s: panes_shown(s) == len(PANE_TITLES), timeout=30)
-                floor.latencies = key_latencies(term, presses, benches.keep_going)
+                floor.latencies = all_keys(term, presses, benches.keep_going)
                 floor.rss_mib = term.rss_mib()
             finally:
                 benches.close()
@@ -233,17 +260,27 @@ def serving_scenes(work: Path, presses: int, idle_s: float) -> list[Scene]:
     return [scene, floor]
 
 
-def idle_scene(work: Path, nodes: int, presses: int, idle_s: float) -> Scene:
+def idle_scenes(work: Path, nodes: int, presses: int, idle_s: float) -> list[Scene]:
+    """The cockpit on `nodes` idle nodes, then the floor app while the cockpit stays open (its
+    polling of every node is the load)."""
     scene = Scene(f"{nodes} idle nodes", nodes)
+    floor = Scene(f"floor: empty Textual app, the {nodes}-node cockpit open beside it", nodes)
     with SimFleet(work / f"fleet{nodes}", nodes, owner_pid=os.getpid()) as fleet:
         term = open_tui(fleet, work / f"reports{nodes}", nodes)
         try:
             scene.idle_cpu = idle_cpu_pct(term, idle_s)
-            scene.latencies = key_latencies(term, presses)
+            scene.latencies = all_keys(term, presses)
             scene.rss_mib = term.rss_mib()
+            beside = Terminal([sys.executable, str(FLOOR_APP)], name="floor")
+            try:
+                beside.wait_for(lambda s: panes_shown(s) == len(PANE_TITLES), timeout=30)
+                floor.latencies = all_keys(beside, presses)
+                floor.rss_mib = beside.rss_mib()
+            finally:
+                beside.close()
         finally:
             term.close()
-    return scene
+    return [scene, floor]
 
 
 def soak(work: Path, minutes: float) -> list[tuple[float, float]]:
@@ -269,6 +306,10 @@ def soak(work: Path, minutes: float) -> list[tuple[float, float]]:
     return samples
 
 
+def ratio(value: float | None) -> str:
+    return "" if value is None else f"×{value:.2f}"
+
+
 def report(scenes: list[Scene], soaked: list[tuple[float, float]], presses: int,
            idle_s: float, soak_min: float) -> str:  # fmt: skip
     base = scenes[0]
@@ -278,21 +319,27 @@ def report(scenes: list[Scene], soaked: list[tuple[float, float]], presses: int,
         "",
         f"`cockpit tui` in tmux at {SIZE[0]}×{SIZE[1]} on a simulated fleet, this machine's "
         f"{os.cpu_count()} cores shared by the fleet, the TUI, tmux and the probe of the screen. "
-        f"Key→frame: `m` (maximise / restore) until the screen shows the other layout, over "
-        f"{presses} presses. Ratios are to the first row's figure.",
+        f"Key→frame: `?` (help, open / close) and `m` (maximise / restore) until the screen "
+        f"shows the change, over {presses} presses each. Each floor row is the empty app "
+        f"under the load of the cockpit row above it; p95 ratios: to the same key at 8 nodes, "
+        f"and to the floor under the same load.",
         "",
-        "| scene | key→frame p50 ms | p95 ms | max ms | idle CPU % of a core | RSS MiB |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| scene | key | key→frame p50 ms | p95 ms | ÷ 8 nodes | ÷ floor | max ms "
+        "| idle CPU % of a core | RSS MiB |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for s in scenes:
-        p50, p95 = percentile(s.latencies, 0.5), percentile(s.latencies, 0.95)
-        ratio = "" if s is base else (
-            f" (×{p95 / percentile(base.latencies, 0.95):.2f})"
-        )  # fmt: skip
-        rows.append(
-            f"| {s.name} | {p50:.0f} | {p95:.0f}{ratio} | {max(s.latencies):.0f} "
-            f"| {'–' if s.idle_cpu is None else f'{s.idle_cpu:.1f}'} | {s.rss_mib or 0:.0f} |"
-        )
+    for s, after in zip(scenes, [*scenes[1:], None], strict=True):
+        floor = after if after is not None and after.name.startswith("floor") else None
+        for key, latencies in s.latencies.items():
+            p50, p95 = percentile(latencies, 0.5), percentile(latencies, 0.95)
+            cockpit_row = not s.name.startswith("floor")
+            to_base = p95 / percentile(base.latencies[key], 0.95) if cockpit_row else None
+            to_floor = p95 / percentile(floor.latencies[key], 0.95) if floor else None
+            idle = "–" if s.idle_cpu is None else f"{s.idle_cpu:.1f}"
+            rows.append(
+                f"| {s.name} | {key} | {p50:.0f} | {p95:.0f} | {ratio(to_base)} "
+                f"| {ratio(to_floor)} | {max(latencies):.0f} | {idle} | {s.rss_mib or 0:.0f} |"
+            )
     if base.bench_with_s and base.bench_without_s:
         without = statistics.median(base.bench_without_s)
         with_ = statistics.median(base.bench_with_s)
@@ -330,7 +377,7 @@ def main() -> None:
         work = Path(tmp)
         scenes = serving_scenes(work, args.presses, args.idle_s)
         print(report(scenes, [], args.presses, args.idle_s, 0), flush=True)
-        scenes.append(idle_scene(work, args.nodes, args.presses, args.idle_s))
+        scenes += idle_scenes(work, args.nodes, args.presses, args.idle_s)
         soaked = soak(work, args.soak_min) if args.soak_min > 0 else []
     text = "## TUI in a terminal: key→frame, idle CPU, RSS\n\n" + report(
         scenes, soaked, args.presses, args.idle_s, args.soak_min
