@@ -82,10 +82,12 @@ emit() {{
   while IFS= read -r l || [ -n "$l" ]; do printf '%s\\t%s\\n' "$1" "$l"; done
 }}
 section() {{
-  local tag=$1
+  local tag=$1 out status
   shift
-  "$@" 2>/dev/null | emit "$tag"
-  printf '%s.\\t%s\\n' "$tag" "${{PIPESTATUS[0]}}"
+  out=$("$@" 2>/dev/null)
+  status=$?
+  [ -z "$out" ] || printf '%s\\t%s\\n' "$tag" "${{out//$'\\n'/$'\\n'$tag$'\\t'}}"
+  printf '%s.\\t%s\\n' "$tag" "$status"
 }}
 images() {{ {IMAGES_QUERY}; }}
 own() {{
