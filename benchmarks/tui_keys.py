@@ -25,15 +25,17 @@ with `tmux send-keys`; the latency is until `tmux capture-pane` shows the change
 of the panes' own refreshes. Idle CPU: the TUI process's own CPU time over `--idle-s` seconds
 with no key pressed, as % of one core. RSS: VmRSS of the TUI process.
 
-`--soak-min M`: then M minutes at 8 nodes with the lane serving, benches back to back (their
-request lines are the Log pane's flood), RSS sampled every 30 s: printed at 10 minutes, and the
-spread (max − min over their mean) of the samples of the last 20 minutes.
+`--soak-min M`: then M minutes at 8 nodes with the lane serving and benches back to back, RSS
+sampled every 30 s: printed at 10 minutes, and the spread (max − min over their mean) of the
+samples of the last 20 minutes. `--soak-only` runs only the soak, with a log flood of
+`--flood-lps` lines a second into the lane's container logs, as its own results section.
 """
 
 from __future__ import annotations
 
 import argparse
 import compileall
+import json
 import os
 import random
 import shlex
@@ -41,10 +43,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -283,8 +286,52 @@ def idle_scenes(work: Path, nodes: int, presses: int, idle_s: float) -> list[Sce
     return [scene, floor]
 
 
-def soak(work: Path, minutes: float) -> list[tuple[float, float]]:
-    """(minutes, RSS MiB) every 30 s with the lane serving and benches back to back."""
+class LogFlood:
+    """Lines appended, from a thread, to the serving lane's container logs (docker's json-file,
+    where a chatty engine's stderr lands) at `rate` lines a second in all: the lane's
+    `docker logs -f` streams them to the Log pane as from a real engine."""
+
+    def __init__(self, fleet_dir: Path, rate: int) -> None:
+        self.logs = sorted(fleet_dir.rglob("containers/*/json.log"))
+        self.rate = rate
+        self.sent = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        if not self.logs:
+            raise SystemExit("no container log to flood: is the lane serving?")
+        self._thread.start()
+
+    def _run(self) -> None:
+        tick = 0.05
+        per_log = max(1, round(self.rate * tick / len(self.logs)))
+        while not self._stop.wait(tick):
+            now = datetime.now(UTC)
+            stamp, short = now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), now.strftime("%m-%d %H:%M:%S")
+            for path in self.logs:
+                lines = "".join(
+                    json.dumps({
+                        "log": f"(EngineCore pid=1) INFO {short} [flood.py:1] line "
+                               f"{self.sent + i}: chatty engine\n",
+                        "stream": "stderr",
+                        "time": stamp,
+                    }) + "\n"
+                    for i in range(per_log)
+                )  # fmt: skip
+                with path.open("a") as handle:
+                    handle.write(lines)
+                self.sent += per_log
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+
+def soak(work: Path, minutes: float, flood_lps: int) -> tuple[list[tuple[float, float]], float]:
+    """(minutes, RSS MiB) every 30 s with the lane serving, benches back to back and (when
+    `flood_lps`) a log flood; and the flood's achieved lines a second."""
     samples: list[tuple[float, float]] = []
     with SimFleet(work / "soak", 8, owner_pid=os.getpid()) as fleet:
         inv, reports = fleet.inventory_dir, work / "soak-reports"
@@ -293,17 +340,38 @@ def soak(work: Path, minutes: float) -> list[tuple[float, float]]:
         bench = [*COCKPIT, "--inventory", str(inv), "bench", "--recipe", RECIPE, "--cluster",
                  CLUSTER, "--label", "soak", "--reports", str(reports), *BENCH]  # fmt: skip
         benches = BenchLoop(bench)
+        flood = LogFlood(work / "soak", flood_lps) if flood_lps else None
         t0 = time.perf_counter()
         try:
+            if flood is not None:
+                flood.start()  # and it reaches the Log pane:
+                term.wait_for(lambda s: "chatty engine" in s, timeout=60, poll=0.5)
             while (elapsed := time.perf_counter() - t0) < minutes * 60:
                 benches.keep_going()
                 samples.append((elapsed / 60, term.rss_mib()))
-                print(f"  soak {elapsed / 60:5.1f} min  RSS {samples[-1][1]:.1f} MiB", flush=True)
+                lines = f", {flood.sent:,} flood lines" if flood else ""
+                print(f"  soak {elapsed / 60:5.1f} min  RSS {samples[-1][1]:.1f} MiB{lines}",
+                      flush=True)  # fmt: skip
                 time.sleep(30)
         finally:
+            if flood is not None:
+                flood.close()
             benches.close()
             term.close()
-    return samples
+    return samples, (flood.sent / (time.perf_counter() - t0) if flood else 0.0)
+
+
+def soak_report(soaked: list[tuple[float, float]], minutes: float, flood_lps: float) -> str:
+    at10 = min(soaked, key=lambda s: abs(s[0] - 10))
+    last = [rss for minute, rss in soaked if minute >= soaked[-1][0] - 20]
+    spread = (max(last) - min(last)) / statistics.mean(last)
+    flood = f", a log flood of {flood_lps:,.0f} lines/s" if flood_lps else ""
+    return (
+        f"Soak, {minutes:g} min at 8 nodes, the lane serving, benches back to back{flood}: "
+        f"RSS {soaked[0][1]:.0f} MiB at start, {at10[1]:.0f} MiB at {at10[0]:.0f} min, "
+        f"{soaked[-1][1]:.0f} MiB at the end; over the last 20 min "
+        f"{min(last):.0f}-{max(last):.0f} MiB, **spread {100 * spread:.1f} %**."
+    )
 
 
 def ratio(value: float | None) -> str:
@@ -351,16 +419,7 @@ def report(scenes: list[Scene], soaked: list[tuple[float, float]], presses: int,
             f"**with ÷ without {with_ / without:.2f}** (medians).",
         ]
     if soaked:
-        at10 = min(soaked, key=lambda s: abs(s[0] - 10))
-        last = [rss for minute, rss in soaked if minute >= soaked[-1][0] - 20]
-        spread = (max(last) - min(last)) / statistics.mean(last)
-        rows += [
-            "",
-            f"Soak, {soak_min:g} min at 8 nodes, the lane serving and benches back to back: "
-            f"RSS {soaked[0][1]:.0f} MiB at start, {at10[1]:.0f} MiB at {at10[0]:.0f} min, "
-            f"{soaked[-1][1]:.0f} MiB at the end; over the last 20 min "
-            f"{min(last):.0f}-{max(last):.0f} MiB, **spread {100 * spread:.1f} %**.",
-        ]
+        rows += ["", soak_report(soaked, soak_min, 0)]
     return "\n".join(rows)
 
 
@@ -370,15 +429,34 @@ def main() -> None:
     parser.add_argument("--idle-s", type=float, default=30.0)
     parser.add_argument("--nodes", type=int, default=128, help="the idle scene's fleet")
     parser.add_argument("--soak-min", type=float, default=0.0)
+    parser.add_argument(
+        "--soak-only", action="store_true", help="only the soak (its own results section)"
+    )
+    parser.add_argument("--flood-lps", type=int, default=2000, help="the soak's log flood")
     parser.add_argument("--write-results", action="store_true")
     args = parser.parse_args()
     compileall.compile_dir(str(ROOT / "cockpit"), quiet=1)
     with tempfile.TemporaryDirectory(prefix="cockpit-tui-keys-") as tmp:
         work = Path(tmp)
+        if args.soak_only:
+            minutes = args.soak_min or 30.0
+            soaked, achieved = soak(work, minutes, args.flood_lps)
+            text = (
+                "## TUI soak: RSS with a lane, benches and a log flood\n\n"
+                f"`python benchmarks/tui_keys.py --soak-only --soak-min {minutes:g} "
+                f"--flood-lps {args.flood_lps}` ({date.today()})\n\n"
+                + soak_report(soaked, minutes, achieved)
+                + "\n\nRSS MiB every 30 s: "
+                + ", ".join(f"{rss:.0f}" for _, rss in soaked)
+            )
+            print(text)
+            if args.write_results:
+                write_section("tui_soak", text)
+            return
         scenes = serving_scenes(work, args.presses, args.idle_s)
         print(report(scenes, [], args.presses, args.idle_s, 0), flush=True)
         scenes += idle_scenes(work, args.nodes, args.presses, args.idle_s)
-        soaked = soak(work, args.soak_min) if args.soak_min > 0 else []
+        soaked = soak(work, args.soak_min, 0)[0] if args.soak_min > 0 else []
     text = "## TUI in a terminal: key→frame, idle CPU, RSS\n\n" + report(
         scenes, soaked, args.presses, args.idle_s, args.soak_min
     )
