@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import shlex
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
@@ -34,7 +33,11 @@ from cockpit.ops.sync import survey, sync_core
 from cockpit.plan import LanePlan, RankCommand, plan_lane
 from cockpit.ssh import SshError
 from cockpit.telemetry.boot import BootPhase, BootState
-from cockpit.telemetry.docker_out import docker_error, parse_container_inspect
+from cockpit.telemetry.docker_out import (
+    docker_error,
+    follow_logs_command,
+    parse_container_inspect,
+)
 
 START_TIMEOUT_S = 60.0
 DEFAULT_BOOT_TIMEOUT_S = 3600.0
@@ -89,9 +92,9 @@ Update = tuple[str, RankView, BootState]  # the state as of that line: no phase 
 
 async def _watch(ctx: OpContext, rank: RankView, queue: asyncio.Queue[Update]) -> None:
     """Follow the rank's log (with the node's timestamps) until its container ends."""
-    argv = ["docker", "logs", "-f", "--timestamps", rank.command.container]
+    command = follow_logs_command(rank.command.container, timestamps=True)
     try:
-        async with ctx.pool.stream(rank.node, shlex.join(argv) + " 2>&1") as lines:
+        async with ctx.pool.stream(rank.node, command) as lines:
             async for line in lines:
                 if rank.feed(line, time.monotonic()):
                     await queue.put(("line", rank, rank.state))

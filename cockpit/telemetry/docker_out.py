@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +17,20 @@ from typing import Any
 LANE_LABEL = "cockpit.lane"
 RANK_LABEL = "cockpit.rank"
 CLUSTER_LABEL = "cockpit.cluster"
+
+
+def follow_logs_command(
+    container: str, *, tail: int | None = None, timestamps: bool = False
+) -> str:
+    """`docker logs -f` of a container with both of its streams on stdout: docker replays what
+    the container wrote to stderr on its own stderr, and that is where a real engine's
+    tracebacks, warnings and uvicorn's errors go."""
+    argv = ["docker", "logs", "-f"]
+    if timestamps:
+        argv.append("--timestamps")
+    if tail is not None:
+        argv += ["--tail", str(tail)]
+    return shlex.join([*argv, container]) + " 2>&1"
 
 
 @dataclass(frozen=True)

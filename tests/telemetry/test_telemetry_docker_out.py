@@ -3,12 +3,16 @@
 The fixtures are a real daemon's output (`tests/fixtures/telemetry/capture_docker.py`)."""
 
 import json
+import os
+import subprocess
+from pathlib import Path
 
 import pytest
 
 from cockpit.telemetry.docker_out import (
     LaneLabel,
     docker_error,
+    follow_logs_command,
     image_with_digest,
     image_with_id,
     lane_of,
@@ -150,3 +154,30 @@ def test_lane_label_without_rank():
 )
 def test_docker_error_is_the_daemons_reason(stderr, reason):
     assert docker_error(stderr, "docker run failed") == reason
+
+
+def test_followed_logs_carry_what_the_container_wrote_to_stderr(tmp_path: Path) -> None:
+    """Docker replays a container's stderr on its own stderr: tracebacks must reach the Log pane
+    and the launch's boot tracker as lines, in the order written."""
+    fake = tmp_path / "docker"
+    fake.write_text(
+        '#!/bin/sh\nprintf "%s\\n" "$*"\necho "INFO started"\n'
+        'echo "Traceback (most recent call last):" >&2\necho "RuntimeError: NCCL error" >&2\n'
+    )
+    fake.chmod(0o755)
+    command = follow_logs_command("lane-r0; touch hacked", tail=5, timestamps=True)
+    done = subprocess.run(
+        ["bash", "-c", command],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"},
+        cwd=tmp_path,
+        check=True,
+    )
+    assert done.stdout.splitlines() == [
+        "logs -f --timestamps --tail 5 lane-r0; touch hacked",  # one quoted argument
+        "INFO started",
+        "Traceback (most recent call last):",
+        "RuntimeError: NCCL error",
+    ]
+    assert not (tmp_path / "hacked").exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import cast
@@ -107,8 +108,10 @@ class FakePool:
         self.lines: dict[tuple[str, str], list[str]] = {}
         self.opened: list[tuple[str, str]] = []
 
-    def stream(self, node: str, command: list[str]) -> object:
-        name = command[-1]
+    def stream(self, node: str, command: str) -> object:
+        *argv, merge = shlex.split(command)
+        assert merge == "2>&1", "the container's stderr (tracebacks) is followed too"
+        name = argv[-1]
         self.opened.append((node, name))
         lines = self.lines.get((node, name), [])
 

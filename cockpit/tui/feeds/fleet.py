@@ -34,7 +34,12 @@ from cockpit.plan import plan_lane
 from cockpit.ssh import Link, NodeState, SshError, SshPool
 from cockpit.status.poller import FleetPoller
 from cockpit.status.probe import NodeFacts, Pace
-from cockpit.telemetry.docker_out import exit_code, image_with_digest, lane_of
+from cockpit.telemetry.docker_out import (
+    exit_code,
+    follow_logs_command,
+    image_with_digest,
+    lane_of,
+)
 from cockpit.telemetry.gpu import node_memory_view
 from cockpit.telemetry.metrics import parse_metrics
 from cockpit.tui.state.inputs import (
@@ -286,7 +291,7 @@ class FleetFeed:
 
     async def _log(self, key: tuple[str, str], tail: LineTail) -> None:
         node, name = key
-        command = ["docker", "logs", "-f", "--tail", str(LOG_TAIL), name]
+        command = follow_logs_command(name, tail=LOG_TAIL)
         with contextlib.suppress(SshError):
             async with self.pool.stream(node, command) as lines:
                 async for line in lines:
