@@ -2,6 +2,9 @@
 and what it costs a bench to have the TUI open.
 
     python benchmarks/tui_keys.py [--presses 40] [--idle-s 30] [--soak-min 0] [--write-results]
+    python benchmarks/tui_keys.py --soak-only [--soak-min 30] [--flood-lps 2000] [--write-results]
+
+Needs `tmux` (Debian's package).
 
 Scenes, each on a fresh simulated fleet (asyncssh endpoints, resident tool service) and a fresh
 `cockpit --inventory DIR tui` in a tmux window of 160×48 on a private tmux server:
@@ -226,6 +229,17 @@ class BenchLoop:
             self.running.wait(timeout=60)
 
 
+def measure_floor(floor: Scene, presses: int, between: Callable[[], None] = lambda: None) -> None:
+    """The floor app in a tmux server of its own: its key latencies and RSS into `floor`."""
+    term = Terminal([sys.executable, str(FLOOR_APP)], name="floor")
+    try:
+        term.wait_for(lambda s: panes_shown(s) == len(PANE_TITLES), timeout=30)
+        floor.latencies = all_keys(term, presses, between)
+        floor.rss_mib = term.rss_mib()
+    finally:
+        term.close()
+
+
 def serving_scenes(work: Path, presses: int, idle_s: float) -> list[Scene]:
     """The cockpit at 8 nodes with a lane serving and a bench running, and the floor app under
     the same load."""
@@ -252,10 +266,7 @@ def serving_scenes(work: Path, presses: int, idle_s: float) -> list[Scene]:
                 scene.latencies = all_keys(term, presses, benches.keep_going)
                 scene.rss_mib = term.rss_mib()
                 term.close()
-                term = Terminal([sys.executable, str(FLOOR_APP)])
-                term.wait_for(lambda s: panes_shown(s) == len(PANE_TITLES), timeout=30)
-                floor.latencies = all_keys(term, presses, benches.keep_going)
-                floor.rss_mib = term.rss_mib()
+                measure_floor(floor, presses, benches.keep_going)
             finally:
                 benches.close()
         finally:
@@ -274,13 +285,7 @@ def idle_scenes(work: Path, nodes: int, presses: int, idle_s: float) -> list[Sce
             scene.idle_cpu = idle_cpu_pct(term, idle_s)
             scene.latencies = all_keys(term, presses)
             scene.rss_mib = term.rss_mib()
-            beside = Terminal([sys.executable, str(FLOOR_APP)], name="floor")
-            try:
-                beside.wait_for(lambda s: panes_shown(s) == len(PANE_TITLES), timeout=30)
-                floor.latencies = all_keys(beside, presses)
-                floor.rss_mib = beside.rss_mib()
-            finally:
-                beside.close()
+            measure_floor(floor, presses)  # in a terminal of its own, the cockpit still open
         finally:
             term.close()
     return [scene, floor]
@@ -345,7 +350,7 @@ def soak(work: Path, minutes: float, flood_lps: int) -> tuple[list[tuple[float, 
         try:
             if flood is not None:
                 flood.start()  # and it reaches the Log pane:
-                term.wait_for(lambda s: "chatty engine" in s, timeout=60, poll=0.5)
+                term.wait_for(lambda s: "[flood.py:1]" in s, timeout=60, poll=0.5)
             while (elapsed := time.perf_counter() - t0) < minutes * 60:
                 benches.keep_going()
                 samples.append((elapsed / 60, term.rss_mib()))
