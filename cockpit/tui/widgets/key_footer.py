@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widget import Widget
 from textual.widgets import Footer
 
 Shown = tuple[tuple[str, str, bool, str], ...]
@@ -18,16 +15,13 @@ class KeyFooter(Footer):
     layouts for the same row of keys. This one recomposes when the keys, labels, enabled states
     or tooltips differ from what it shows."""
 
-    def __init__(self, *children: Widget, **kwargs: object) -> None:
-        super().__init__(*children, **kwargs)  # type: ignore[arg-type]
-        self._shown: Shown | None = None
+    _shown: Shown | None = None  # what the last compose showed (None: nothing yet)
 
     def _wanted(self, screen: Screen[object]) -> Shown:
-        rows: Iterable[tuple[object, ...]] = screen.active_bindings.values()
         return tuple(
-            (binding.key, binding.description, enabled, tooltip)
-            for _node, binding, enabled, tooltip in rows  # type: ignore[misc]
-            if binding.show
+            (active.binding.key, active.binding.description, active.enabled, active.tooltip)
+            for active in screen.active_bindings.values()
+            if active.binding.show
         )
 
     def bindings_changed(self, screen: Screen[object]) -> None:
