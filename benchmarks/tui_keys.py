@@ -42,6 +42,7 @@ import json
 import os
 import random
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
@@ -105,10 +106,12 @@ class Terminal:
 
     def close(self) -> None:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
-        for _ in range(100):  # the TUI quits on SIGHUP; wait until it has gone
+        for _ in range(200):  # the TUI quits on SIGHUP (at worst its 5 s shutdown grace)
             if not Path(f"/proc/{self.pid}").exists():
                 return
             time.sleep(0.05)
+        print(f"  pid {self.pid} still running 10 s after SIGHUP: killed", flush=True)
+        os.kill(self.pid, signal.SIGKILL)
 
     def cpu_s(self) -> float:
         fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()

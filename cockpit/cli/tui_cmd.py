@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
 from cockpit.config import Inventory, load_inventory
-from cockpit.ops.interrupt import install
+from cockpit.ops.interrupt import exit_if_stuck, install
 from cockpit.ssh.inventory import pool_for
+
+SHUTDOWN_GRACE_S = 5.0
+"""After a signal, and once the running operations rolled back, the app must be gone by then."""
 
 
 def run_tui(
@@ -38,15 +42,22 @@ def run_tui(
             ) as app,
         ):
             ending: list[asyncio.Task[None]] = []
+            cancels: list[Callable[[], None]] = []
 
             def on_signal(signum: int) -> None:  # a second signal aborts at once
-                ending.append(asyncio.create_task(app.terminate(signum)))
+                task = asyncio.create_task(app.terminate(signum))
+                ending.append(task)  # once its operations rolled back, the app has this long:
+                task.add_done_callback(
+                    lambda _: cancels.append(exit_if_stuck(128 + signum, SHUTDOWN_GRACE_S))
+                )
 
             undo = install(asyncio.get_running_loop(), on_signal)
             try:
                 await app.run_async()
             finally:
                 undo()
+                for cancel in cancels:
+                    cancel()
             return app.return_code or 0
 
     code = asyncio.run(main())

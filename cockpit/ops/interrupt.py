@@ -37,6 +37,19 @@ def abort_now(signum: int) -> None:
     os.kill(os.getpid(), signum)
 
 
+def exit_if_stuck(code: int, grace_s: float) -> Callable[[], None]:
+    """End the process with `code` unless the returned cancel is called within `grace_s`.
+
+    For the TUI's way out after a signal: once its terminal is gone, Textual's shutdown can block
+    for good in a full writer queue, with the event loop stuck, so no later signal is ever handled
+    (seen: `cockpit tui` processes left behind by `tmux kill-server`). A thread's timer still runs.
+    """
+    timer = threading.Timer(grace_s, os._exit, args=(code,))
+    timer.daemon = True
+    timer.start()
+    return timer.cancel
+
+
 def install(loop: asyncio.AbstractEventLoop, first: Callable[[int], None]) -> Callable[[], None]:
     """Route the three signals to `first(signum)` once, then to `abort_now`; returns the undo."""
     received: list[int] = []

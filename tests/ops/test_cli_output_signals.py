@@ -158,3 +158,23 @@ def test_sync_image_into_a_pipe_prints_its_progress(fleet: SimFleet, state_dir: 
     assert any(line.startswith("    dgx2 transfer: ") and "MiB" in line for line in lines), out
     assert "    dgx2 transfer: ok image id verified, digest attached" in lines, out
     assert lines[-1].startswith("done: synced 1 peer(s)") and "\x1b" not in out
+
+
+@pytest.mark.parametrize("cancelled", [False, True])
+def test_a_process_stuck_after_a_signal_ends_after_its_grace(cancelled: bool) -> None:
+    """The TUI's way out when Textual's shutdown blocks for good (its terminal gone): a timer
+    thread ends the process with the signal's code; a shutdown that finished cancels it."""
+    code = "\n".join([
+        "import time",
+        "from cockpit.ops.interrupt import exit_if_stuck",
+        "cancel = exit_if_stuck(129, 0.2)",
+        "cancel()" if cancelled else "pass",
+        "time.sleep(3)",  # stuck, as a blocked event loop is: only the timer thread runs
+    ])  # fmt: skip
+    t0 = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", code], timeout=30)
+    took = time.monotonic() - t0
+    if cancelled:
+        assert done.returncode == 0 and took >= 3
+    else:
+        assert done.returncode == 129 and took < 2.5
