@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.message import Message
@@ -19,7 +21,25 @@ COLUMNS = ("node", "link", "lane/rank", "gpu", "memory", "temp", "power", "clock
 """Most needed first: a pane too narrow for every column (a 120-column terminal) cuts the clocks
 and the sparkline, not the memory figure."""
 SPARK_WIDTH = 12
-Cells = tuple[tuple[str, object], ...]
+DIMMED = (NodeHealth.STALE, NodeHealth.DOWN)  # shown greyed, with the age of their last sample
+
+
+class Row(NamedTuple):
+    """A node's row as shown, and what it was made from."""
+
+    inputs: tuple[object, ...]  # `row_inputs`
+    colours: Palette
+    texts: tuple[Text, ...]
+    cells: tuple[tuple[str, object], ...]  # each text's plain string and style, to compare
+
+
+def _row(node: NodeView, colours: Palette, on_screen: Row | None) -> Row:
+    """The row on screen when nothing it shows changed, else a new one."""
+    inputs = row_inputs(node)
+    if on_screen is not None and on_screen.inputs == inputs and on_screen.colours == colours:
+        return on_screen
+    texts = node_row(node, colours)
+    return Row(inputs, colours, texts, tuple((t.plain, t.style) for t in texts))
 
 
 def _health(node: NodeView, colours: Palette) -> Text:
@@ -44,7 +64,7 @@ def _rank(rank: RankOnNode) -> str:
 
 def row_inputs(node: NodeView) -> tuple[object, ...]:
     """What `node_row` reads: a live node's age moves every snapshot and is not shown."""
-    dim = node.health in (NodeHealth.STALE, NodeHealth.DOWN)
+    dim = node.health in DIMMED
     age = fmt_duration(node.age_s) if dim and node.age_s is not None else None
     return (node.name, node.health, age, node.gpu, node.memory, node.ranks, node.ranks_known,
             node.util_history)  # fmt: skip
@@ -53,7 +73,7 @@ def row_inputs(node: NodeView) -> tuple[object, ...]:
 def node_row(node: NodeView, colours: Palette) -> tuple[Text, ...]:
     """One table row, from this node's own facts only. A STALE node keeps its last values,
     greyed; a DOWN one shows none (they would read as live)."""
-    dim = node.health in (NodeHealth.STALE, NodeHealth.DOWN)
+    dim = node.health in DIMMED
     style = colours.muted if dim else ""
     down = node.health is NodeHealth.DOWN
     gpu, mem = (None, None) if down else (node.gpu, node.memory)
@@ -97,12 +117,10 @@ class NodesPane(Pane):
 
     def __init__(self) -> None:
         super().__init__("Nodes", id="nodes")
-        self._shown: dict[str, Cells] = {}  # node → its cells
-        self._rows: dict[str, tuple[tuple[object, ...], tuple[Text, ...], Cells]] = {}
-        """node → (its row_inputs, its row, its cells): at 128 nodes, building every row at
-        each repaint was most of the idle TUI's CPU, and a repaint changes a few nodes."""
+        self._rows: dict[str, Row] = {}
+        """node → the row on screen: at 128 nodes, building every row at each repaint was most
+        of the idle TUI's CPU, and a repaint changes a few nodes."""
         self._columns: list[ColumnKey] = []
-        self._colours: Palette | None = None
 
     def compose(self) -> ComposeResult:
         table: DataTable[Text] = DataTable(cursor_type="row", id="nodes-table")
@@ -111,43 +129,29 @@ class NodesPane(Pane):
 
     def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
         colours = palette_of(self.app)
-        if colours != self._colours:
-            self._rows, self._colours = {}, colours
-        made = {node.name: self._row(node, colours) for node in snap.nodes}
-        self._rows = made
-        rows = {name: row for name, (_, row, _) in made.items()}
-        shown = {name: cells for name, (_, _, cells) in made.items()}
-        if shown == self._shown:
+        before = self._rows
+        rows = {node.name: _row(node, colours, before.get(node.name)) for node in snap.nodes}
+        self._rows = rows
+        if {n: r.cells for n, r in rows.items()} == {n: r.cells for n, r in before.items()}:
             return  # e.g. only the ages of live nodes moved: nothing visible changed
         table = self.query_one(DataTable)
-        if list(shown) == list(self._shown):
+        if list(rows) == list(before):
             # the same nodes: only the cells that changed (one node's sample changes a few
             # cells; rebuilding the table would measure and lay out every cell again)
             for name, row in rows.items():
-                cells = zip(self._columns, row, self._shown[name], shown[name], strict=True)
-                for column, cell, before, now in cells:
-                    if before != now:
+                cells = zip(self._columns, row.texts, before[name].cells, row.cells, strict=True)
+                for column, cell, was, now in cells:
+                    if was != now:
                         table.update_cell(name, column, cell, update_width=True)
         else:
             cursor = table.cursor_row
             table.clear()
             for name, row in rows.items():
-                table.add_row(*row, key=name)
+                table.add_row(*row.texts, key=name)
             if table.row_count:
                 table.move_cursor(row=min(cursor, table.row_count - 1), animate=False)
-        self._shown = shown
-        down = [n.name for n in snap.nodes if n.health in (NodeHealth.STALE, NodeHealth.DOWN)]
+        down = [n.name for n in snap.nodes if n.health in DIMMED]
         self.retitle(subtitle=f"unreachable: {', '.join(down)}" if down else "")
-
-    def _row(
-        self, node: NodeView, colours: Palette
-    ) -> tuple[tuple[object, ...], tuple[Text, ...], Cells]:
-        inputs = row_inputs(node)
-        known = self._rows.get(node.name)
-        if known is not None and known[0] == inputs:
-            return known
-        row = node_row(node, colours)
-        return inputs, row, tuple((t.plain, t.style) for t in row)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
