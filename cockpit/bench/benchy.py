@@ -488,10 +488,11 @@ class BenchyDriver(Driver):
         flags: list[Flag] = []
         if inference is not None:
             bound = state.bounds.get(spec)
-            reported, seen = run_stream_rates(inference, runs), seen_stream_rates(tracker)
+            rates = run_stream_rates(inference, runs)
+            seen = seen_stream_rates(tracker)
             if len(seen) == runs:  # both views of the same streams: either may show a burst
-                reported = [a + b for a, b in zip(reported or [[]] * runs, seen, strict=True)]
-            bad = implausible_runs(reported, [bound] * runs)
+                rates = [[*a, *b] for a, b in zip(rates or [[]] * runs, seen, strict=True)]
+            bad = implausible_runs(rates, [bound] * runs)
             if bad:
                 flags.append(honesty.implausible_flag(spec, bad, runs))
                 inference = drop_runs(inference, set(bad), runs)
