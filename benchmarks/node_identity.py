@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import resource
 import statistics
 import sys
 import tempfile
@@ -30,23 +29,13 @@ import asyncssh
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.procstat import children_cpu, process_cpu  # noqa: E402
 from benchmarks.results_md import write_section  # noqa: E402
 from cockpit.sim.fleet import SimFleet, provision  # noqa: E402
 from cockpit.sim.fleet.control import PROJECT_RECIPES  # noqa: E402
 from cockpit.sim.fleet.layout import FleetConfig, FleetLayout  # noqa: E402
 
 MODES = ("wrappers", "namespaces")
-
-
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def process_cpu(pid: int) -> float:
-    """CPU seconds of a process and of the children it reaped (the daemon's sessions)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 async def sessions(fleet: SimFleet, count: int) -> tuple[float, float]:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import resource
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.procstat import children_cpu  # noqa: E402
 from benchmarks.results_md import write_section  # noqa: E402
 from cockpit.bench.artifacts import load_report  # noqa: E402
 from cockpit.bench.models import PointResult, depth_label  # noqa: E402
@@ -79,7 +79,7 @@ class Engine:
 def bench(lane: real_vllm.RealLane, engine: Engine, driver: str, depth: int, conc: int,
           reports: Path) -> Measured:  # fmt: skip
     before = asyncio.run(engine.itl())
-    cpu = client_cpu()
+    cpu = children_cpu()
     done = real_vllm.cockpit(
         lane.inventory,
         "bench", "--recipe", RECIPE, "--cluster", CLUSTER, "--label", driver,
@@ -89,19 +89,13 @@ def bench(lane: real_vllm.RealLane, engine: Engine, driver: str, depth: int, con
     )  # fmt: skip
     if done.returncode != 0:
         raise SystemExit(f"{driver} bench failed:\n{done.stdout}\n{done.stderr}")
-    cpu = client_cpu() - cpu
+    cpu = children_cpu() - cpu
     after = asyncio.run(engine.itl())
     seconds, tokens = after[0] - before[0], after[1] - before[1]
     report = load_report(max(reports.glob(f"*_{driver}.json")))
     for path in reports.iterdir():  # one report per bench: the next one has no baseline
         path.unlink()
     return Measured(report.points[0], tokens / seconds if seconds > 0 else None, cpu)
-
-
-def client_cpu() -> float:
-    """CPU seconds of the children this script has waited for (each bench, and what it ran)."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def ratio(a: float | None, b: float | None) -> float | None:

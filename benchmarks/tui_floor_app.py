@@ -16,7 +16,7 @@ TITLES = ("Lanes", "Nodes", "NCCL", "Log", "Operations", "KV", "Engine", "Bench"
 
 
 class Help(ModalScreen[None]):
-    CSS = "Help { align: center middle; background: $background 60%; } #keys { height: 12; }"
+    CSS = "Help { align: center middle; background: $background; } #keys { height: 12; }"
     BINDINGS: ClassVar[list[BindingType]] = [("escape,question_mark", "dismiss", "close")]
 
     def compose(self) -> ComposeResult:

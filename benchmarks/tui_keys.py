@@ -57,16 +57,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.procstat import process_cpu  # noqa: E402
 from benchmarks.results_md import write_section  # noqa: E402
+from benchmarks.tui_floor_app import TITLES as PANE_TITLES  # noqa: E402  (the cockpit's panes)
 from cockpit.sim.fleet import SimFleet  # noqa: E402
 
 COCKPIT = [sys.executable, "-m", "cockpit"]
 SIZE = (160, 48)
-TICK = os.sysconf("SC_CLK_TCK")
 RECIPE, CLUSTER = "qwen3-0.6b-2x", "dgx56-switch"
 BENCH = ("--depths", "0,4096", "--concurrency", "1,2", "--runs", "3")
 FLOOR_APP = ROOT / "benchmarks" / "tui_floor_app.py"
-PANE_TITLES = ("Lanes", "Nodes", "NCCL", "Log", "Operations", "KV", "Engine", "Bench")
 
 
 def cockpit(inventory: Path, *args: str, timeout: float = 900.0) -> float:
@@ -112,10 +112,6 @@ class Terminal:
             time.sleep(0.05)
         print(f"  pid {self.pid} still running 10 s after SIGHUP: killed", flush=True)
         os.kill(self.pid, signal.SIGKILL)
-
-    def cpu_s(self) -> float:
-        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / TICK
 
     def rss_mib(self) -> float:
         for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
@@ -183,9 +179,9 @@ def all_keys(
 
 
 def idle_cpu_pct(term: Terminal, seconds: float) -> float:
-    c0, t0 = term.cpu_s(), time.perf_counter()
+    c0, t0 = process_cpu(term.pid), time.perf_counter()
     time.sleep(seconds)
-    return 100 * (term.cpu_s() - c0) / (time.perf_counter() - t0)
+    return 100 * (process_cpu(term.pid) - c0) / (time.perf_counter() - t0)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -207,7 +203,7 @@ class Scene:
 def open_tui(fleet: SimFleet, reports: Path, nodes: int) -> Terminal:
     term = Terminal([*COCKPIT, "--inventory", str(fleet.inventory_dir), "tui", "--reports",
                      str(reports)])  # fmt: skip
-    # ready: every pane drawn and the last node of the fleet listed with its figures
+    # ready: every pane drawn and the first node listed
     term.wait_for(lambda s: panes_shown(s) >= 6 and "dgx1 " in s, timeout=120, poll=0.2)
     time.sleep(5 if nodes <= 8 else 20)  # first rounds of probes and scrapes over
     return term
