@@ -131,6 +131,24 @@ def test_a_refused_launch_then_a_stop_reads_stopped() -> None:
     assert state(store, QWEN_KEY) == "stopped"
 
 
+def test_a_launch_past_ready_reads_booting_until_the_nodes_list_its_ranks() -> None:
+    """The launch's readiness answered before the nodes' next container list: the row must not
+    fall back to "stopped" between the boot and "serving" (seen in `cockpit demo`)."""
+    store = fleet_store({})
+    kw = {"op": "launch", "lane": QWEN, "cluster": DAC}
+    store.apply(op(1, Planned(steps=("lock", "start", "boot", "ready", "watch"), **kw)))
+    store.apply(op(1, StepStarted(step="start", **kw)))
+    assert state(store, QWEN_KEY).startswith("booting")
+    store.apply(op(1, StepFinished(step="ready", **kw)))
+    store.apply(op(1, StepStarted(step="watch", **kw)))
+    assert state(store, QWEN_KEY) == "booting answering, watched"
+    store = fleet_store(qwen_ranks())
+    answering(store)
+    store.apply(op(1, Planned(steps=("watch",), **kw)))
+    store.apply(op(1, StepStarted(step="watch", **kw)))
+    assert state(store, QWEN_KEY) == "serving"  # once listed, the nodes' word wins
+
+
 def test_a_failed_launch_whose_ranks_were_removed_is_stopped_with_its_reason_in_operations() -> (
     None
 ):

@@ -18,7 +18,7 @@ from cockpit.tui.state.views import LanePhase, LaneView, OpView
 
 ENGINE_FRESH_S = 15.0
 """A head whose `/metrics` answered within this long is healthy (the feed scrapes every 2 s)."""
-_BOOT_STEPS = ("start", "boot", "ready")
+_BOOT_STEPS = ("start", "boot", "ready", "watch")
 
 
 @dataclass(frozen=True)
@@ -122,6 +122,7 @@ def overlaid(view: LaneView, op: OpView | None) -> LaneView:
     if view.phase in (LanePhase.SERVING, LanePhase.BOOTING):
         return replace(view, eta_s=op.eta_s)
     # the ranks are not in the nodes' container lists yet, or an earlier run's exited ones are
+    # (a launch's ready watch often begins before the nodes' next container list)
     pct = op.fraction * 100 if op.fraction is not None else None
-    step = op.message or op.step
+    step = "answering, watched" if op.step == "watch" else op.message or op.step
     return replace(view, phase=LanePhase.BOOTING, step=step, percent=pct, eta_s=op.eta_s, detail="")
