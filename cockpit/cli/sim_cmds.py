@@ -14,6 +14,7 @@ from cockpit.sim.fleet import SimFleet, default_dir
 from cockpit.sim.fleet.layout import MAX_NODES
 from cockpit.sim.fleet.realdocker import RealDockerError
 from cockpit.sim.tools.nodestate import NodeState
+from cockpit.tui.operations import LaneTarget
 
 console = Console(highlight=False, soft_wrap=True)
 
@@ -247,8 +248,41 @@ def registry(state: str, root: Path | None) -> None:
     console.print(f"registry {state}")
 
 
+DEMO_RECIPE = "qwen3-0.6b-2x"
+"""The demo's opening lane: the smallest recipe, its image already on its nodes."""
+
+
+def demo_lane(inventory_dir: Path, wanted: str | None) -> LaneTarget:
+    """`LANE@CLUSTER` as asked, else the demo recipe on its first cluster the fleet has; a lane
+    the inventory does not have is refused with the lanes it does have."""
+    from cockpit.config import load_inventory
+    from cockpit.errors import InputError
+
+    inventory = load_inventory(inventory_dir)
+    lanes = [f"{r.name}@{c}" for r in inventory.recipes.values() for c in r.lane.clusters]
+    if wanted is None:
+        recipe = inventory.recipes.get(DEMO_RECIPE)
+        clusters = [c for c in (recipe.lane.clusters if recipe else []) if c in inventory.clusters]
+        if not clusters:
+            raise InputError(f"--lane: no {DEMO_RECIPE} lane on this fleet; pass --idle")
+        wanted = f"{DEMO_RECIPE}@{clusters[0]}"
+    if wanted not in lanes:
+        raise InputError(f"--lane: no lane {wanted!r} (lanes: {', '.join(lanes)})")
+    lane, _, cluster = wanted.partition("@")
+    return LaneTarget(lane, cluster)
+
+
 @click.command()
 @_fleet_options
+@click.option(
+    "--lane",
+    "lane",
+    metavar="LANE@CLUSTER",
+    default=None,
+    help=f"The lane launched at start, with a light load on it (default: {DEMO_RECIPE} on its "
+    "first cluster).",
+)
+@click.option("--idle", is_flag=True, help="Start with every lane stopped and no load.")
 @click.pass_context
 def demo(
     ctx: click.Context,
@@ -258,13 +292,18 @@ def demo(
     server: str,
     docker: str,
     link_mbps: float | None,
+    lane: str | None,
+    idle: bool,
 ) -> None:
     """Open the cockpit on a simulated fleet that lives as long as it does.
 
+    One lane is launched as the fleet answers and a light synthetic load runs on it while it
+    serves (`g` stops and starts the load; `--idle` for neither); the other lanes stay stopped.
     Serving runs at --speed (1: the seed's own rates); boots default to 20x so a first MiMo boot
     (autotune included) takes about a minute rather than the real ~20-40.
     """
     from cockpit.cli.tui_cmd import tui
+    from cockpit.tui.demo import Demo
 
     with tempfile.TemporaryDirectory(prefix="cockpit-demo-") as tmp:
         fleet = SimFleet(
@@ -278,7 +317,8 @@ def demo(
             owner_pid=os.getpid(),  # the fleet stops itself if this process dies (e.g. SIGHUP)
         )
         with fleet:
-            ctx.obj = {**(ctx.obj or {}), "inventory": fleet.inventory_dir}
+            opening = None if idle else Demo(demo_lane(fleet.inventory_dir, lane))
+            ctx.obj = {**(ctx.obj or {}), "inventory": fleet.inventory_dir, "demo": opening}
             # the simulator's own launcher tells the bench how fast the engines' clock runs
             os.environ["COCKPIT_TIME_SCALE"] = repr(speed)
             ctx.invoke(tui)

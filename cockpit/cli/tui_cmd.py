@@ -6,12 +6,16 @@ import asyncio
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from cockpit.config import Inventory, load_inventory
 from cockpit.ops.interrupt import exit_if_stuck, install
 from cockpit.ssh.inventory import pool_for
+
+if TYPE_CHECKING:
+    from cockpit.tui.demo import Demo
 
 SHUTDOWN_GRACE_S = 5.0
 """After a signal, and once the running operations rolled back, the app must be gone by then."""
@@ -22,6 +26,7 @@ def run_tui(
     *,
     readonly: bool = False,
     reports_dir: Path = Path("reports"),
+    demo: Demo | None = None,
 ) -> None:
     """Open the TUI on `inventory`'s fleet until the operator quits (the nodes are probed while
     Textual loads: `cockpit.tui.launch`)."""
@@ -39,6 +44,7 @@ def run_tui(
                 settings,
                 reports_dir=reports_dir,
                 readonly=readonly,
+                demo=demo,
             ) as app,
         ):
             ending: list[asyncio.Task[None]] = []
@@ -78,7 +84,8 @@ def run_tui(
 def tui(ctx: click.Context, readonly: bool, reports: Path) -> None:
     """The interactive cockpit: live fleet panes, lane keys, bench tail (`?` lists the keys)."""
     inventory = load_inventory((ctx.obj or {}).get("inventory"))
-    run_tui(inventory, readonly=readonly, reports_dir=reports)
+    obj = ctx.obj or {}
+    run_tui(inventory, readonly=readonly, reports_dir=reports, demo=obj.get("demo"))
 
 
 COMMANDS = [tui]

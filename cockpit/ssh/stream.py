@@ -27,9 +27,10 @@ _SUPERVISOR = """\
 set -m
 trap 'for j in $(jobs -p); do kill -TERM -- "-$j"; done 2>/dev/null; wait; exit 143' \
   TERM HUP INT PIPE
-bash -c "$1" </dev/null &
+exec 4<> <(:)
+bash -c "$1" <&4 4<&- &
 child=$!
-{ while read -r _; do :; done; kill -TERM -- -$child; } >/dev/null 2>&1 &
+{ while read -r l; do printf '%s\n' "$l" >&4; done; kill -TERM -- -$child; } >/dev/null 2>&1 &
 watchdog=$!
 wait "$child"
 status=$?
@@ -38,7 +39,8 @@ wait
 exit "$status"
 """
 """The trap is set before anything starts, and kills every job's process group (`jobs -p`), so a
-signal arriving while the jobs are still being started leaves nothing behind."""
+signal arriving while the jobs are still being started leaves nothing behind. Lines written to the
+channel reach the command's stdin (a pipe that never reaches EOF: `poke`); its EOF is the kill."""
 
 STDERR_TAIL_LINES = 20
 
@@ -109,6 +111,15 @@ class LineStream:
             self._stop()
             raise StopAsyncIteration
         return line.rstrip("\r\n")
+
+    def poke(self) -> None:
+        """Write an empty line to the command's stdin (the probe takes it as "look again now");
+        nothing when the stream is not open."""
+        proc = self._proc
+        if proc is None or self._closed or proc.returncode is not None:
+            return
+        with contextlib.suppress(asyncssh.Error, OSError, BrokenPipeError):
+            proc.stdin.write("\n")
 
     async def aclose(self) -> None:
         """Stop the remote command and wait (briefly) for the channel to close."""

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
 from cockpit.ssh import Link, NodeState, SshError, SshPool
+from cockpit.ssh.stream import LineStream
 from cockpit.status.probe import NodeFacts, Pace, ProbeParser, probe_script
 
 RETRY_FLOOR_S = 0.5  # pause between two attempts when the pool would try at once
@@ -37,6 +38,7 @@ class FleetPoller:
         self._facts: dict[str, NodeFacts] = {node: NodeFacts() for node in self._nodes}
         self._tasks: list[asyncio.Task[None]] = []
         self._changed = asyncio.Event()
+        self._streams: dict[str, LineStream] = {}  # each node's open probe stream
 
     async def __aenter__(self) -> FleetPoller:
         self.start()
@@ -56,6 +58,13 @@ class FleetPoller:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks = []
+
+    def refresh(self, node: str) -> None:
+        """Ask the node's probe for its slow facts (containers, memory, apps) now rather than at
+        its next cycle: an operation just changed what runs there."""
+        stream = self._streams.get(node)
+        if stream is not None:
+            stream.poke()
 
     def facts(self) -> Mapping[str, NodeFacts]:
         return dict(self._facts)
@@ -110,6 +119,7 @@ class FleetPoller:
             problem = "probe ended"
             try:
                 async with self._pool.stream(node, self._script) as lines:
+                    self._streams[node] = lines
                     self._changed.set()
                     async for line in lines:
                         frame = parser.feed(line)
@@ -124,6 +134,8 @@ class FleetPoller:
                         problem += f": {tail}" if tail else ""
             except SshError as exc:
                 problem = exc.reason
+            finally:
+                self._streams.pop(node, None)
             self._facts[node] = replace(self._facts[node], probe_error=problem)
             self._changed.set()
             # a probe that dies young is retried ever more slowly; a long-lived one at once

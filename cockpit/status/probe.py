@@ -84,7 +84,7 @@ emit() {{
 section() {{
   local tag=$1 out status
   shift
-  out=$("$@" 2>/dev/null)
+  out=$("$@" 2>/dev/null </dev/null)  # stdin is the cockpit's: see the slow wait below
   status=$?
   [ -z "$out" ] || printf '%s\\t%s\\n' "$tag" "${{out//$'\\n'/$'\\n'$tag$'\\t'}}"
   printf '%s.\\t%s\\n' "$tag" "$status"
@@ -105,7 +105,7 @@ first_gpu() {{
   emit gpu
 }}
 exec 3<> <(:)
-{{ {gpu} 2>/dev/null | first_gpu; printf 'gpu.\\t%s\\n' "${{PIPESTATUS[0]}}"; }} &
+{{ {gpu} 2>/dev/null </dev/null | first_gpu; printf 'gpu.\\t%s\\n' "${{PIPESTATUS[0]}}"; }} &
 n=0
 while :; do
   emit mem </proc/meminfo
@@ -116,7 +116,11 @@ while :; do
   section apps {shlex.join(APPS_QUERY)}
   if (( n % {max(pace.images_every, 1)} == 0 )); then section img images; fi
   n=$((n + 1))
-  read -t {pace.slow_s:g} -u 3 _
+  if read -t {pace.slow_s:g} _; then  # a line on stdin: the cockpit asks for a new look now
+    while read -t 0 _ && read -r _; do :; done  # several asks, one look
+  elif (( $? <= 128 )); then  # stdin at its end (run without the stream supervisor)
+    read -t {pace.slow_s:g} -u 3 _
+  fi
 done
 """
 

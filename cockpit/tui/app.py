@@ -9,14 +9,15 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.app import App, SystemCommand
 from textual.screen import Screen
 
 from cockpit.config import Inventory
 from cockpit.errors import CockpitError
-from cockpit.tui.feeds import Feed, FollowsContainers
-from cockpit.tui.keymap import MAIN_BINDINGS
+from cockpit.tui.feeds import Feed, FollowsContainers, RefreshesNodes
+from cockpit.tui.keymap import DEMO_ONLY, MAIN_BINDINGS
 from cockpit.tui.messages import Facts
 from cockpit.tui.operations import Operations
 from cockpit.tui.screens.main import MainScreen
@@ -25,6 +26,9 @@ from cockpit.tui.state.inputs import RankOnNode
 from cockpit.tui.state.store import Store
 from cockpit.tui.state.views import FleetSnapshot, NodeHealth
 from cockpit.tui.theming import DEFAULT_THEME, THEMES_DIR, load_themes
+
+if TYPE_CHECKING:
+    from cockpit.tui.demo import Demo
 
 FEED_RETRY_S = 1.0
 FEED_RETRY_CAP_S = 30.0
@@ -48,6 +52,7 @@ class CockpitApp(App[None]):
         theme_dirs: Iterable[Path] = (THEMES_DIR,),
         persist_theme: bool = True,
         baselines: Mapping[str, Mapping[tuple[int, int], float]] | None = None,
+        demo: Demo | None = None,
     ) -> None:
         super().__init__()
         self.store = Store(inventory, baselines)
@@ -58,6 +63,7 @@ class CockpitApp(App[None]):
         self.fleet_label = fleet_label or str(inventory.root)
         self.clock = clock
         self.persist_theme = persist_theme
+        self.demo = demo
         # perf_counter() once a frame showing a LIVE node with its GPU and memory is painted
         self.first_useful_frame: float | None = None
         themes = load_themes(*theme_dirs)
@@ -116,6 +122,13 @@ class CockpitApp(App[None]):
             if isinstance(feed, FollowsContainers):
                 feed.follow(node, name, rank)
 
+    def node_changed(self, node: str) -> None:
+        """An operation finished a step on `node` (started, stopped, removed containers): the
+        feeds look at it again now instead of at their next cycle (the Lanes row follows)."""
+        for feed in self.feeds:
+            if isinstance(feed, RefreshesNodes):
+                feed.refresh(node)
+
     def frame_shown(self, snap: FleetSnapshot) -> None:
         """Called when the panes took a snapshot; once one shows a LIVE node with its GPU and
         memory figures, the time it is painted is `first_useful_frame`."""
@@ -163,8 +176,11 @@ class CockpitApp(App[None]):
         main = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
         if main is None:
             return
+        hidden = {"quit", "help"} | main.footer_hides
+        if self.demo is None:
+            hidden |= DEMO_ONLY
         for binding in MAIN_BINDINGS:
-            if binding.action in ("quit", "help"):
+            if binding.action in hidden:
                 continue
             yield SystemCommand(
                 binding.tooltip or binding.description,  # what palette searches match

@@ -13,6 +13,7 @@ MAIN_BINDINGS: list[Binding] = [
     Binding("y", "sync", "Sync", id="sync", tooltip="Copy the lane's image to every node of it"),
     Binding("b", "bench", "Bench", id="bench", tooltip="Bench the selected lane (depth sweep)"),
     Binding("w", "switch", "Switch", id="switch", tooltip="Switch the lane onto its cluster"),
+    Binding("g", "load", "Load", id="load", tooltip="Start or stop the demo's synthetic load"),
     Binding("x", "cancel_op", "Cancel", id="cancel", tooltip="Cancel the newest operation"),
     Binding(
         "r",
@@ -37,3 +38,5 @@ MAIN_BINDINGS: list[Binding] = [
 
 NODE_CHANGING: frozenset[str] = frozenset({"launch", "stop", "sync", "bench", "switch", "restore"})
 """Actions that change a node; `--readonly` refuses them (and says so)."""
+DEMO_ONLY: frozenset[str] = frozenset({"load"})
+"""Actions only `cockpit demo` has (elsewhere hidden from the footer, help and palette)."""

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from cockpit.config import Inventory
     from cockpit.ssh import SshPool
     from cockpit.tui.app import CockpitApp
+    from cockpit.tui.demo import Demo
     from cockpit.tui.feeds.fleet import FleetFeed
     from cockpit.tui.settings import TuiSettings
 
@@ -60,6 +61,7 @@ async def fleet_app(
     tokenizer_dir: Path | None = None,  # None: each lane's own tokenizer, from its snapshot
     readonly: bool = False,
     persist_theme: bool = True,
+    demo: Demo | None = None,
 ) -> AsyncIterator[CockpitApp]:
     """The cockpit on `inventory`'s fleet as `cockpit tui` opens it, its probes already running;
     the caller runs it (`run_async`, or `run_test` headless)."""
@@ -78,4 +80,5 @@ async def fleet_app(
             readonly=readonly,
             baselines=report_baselines(reports_dir, lanes),
             persist_theme=persist_theme,
+            demo=demo,
         )

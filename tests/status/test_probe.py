@@ -88,6 +88,32 @@ async def test_probe_script_streams_every_fact_then_dies_with_its_stdin(tmp_path
     assert [a.process_name for a in facts.apps] == ["VLLM::Worker"]
 
 
+async def test_a_line_on_its_stdin_makes_the_probe_look_again_at_once(tmp_path: Path) -> None:
+    """A poke (`LineStream.poke`) starts the next slow cycle now, not after `slow_s`: an
+    operation that just started or removed containers sees the nodes' new list in a moment."""
+    env = {**os.environ, "PATH": f"{_stub_bin(tmp_path)}:{os.environ['PATH']}"}
+    proc = await asyncio.create_subprocess_exec(
+        "bash", "-c", supervised(probe_script(Pace(gpu_ms=100, slow_s=60, images_every=100))),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, start_new_session=True,
+    )  # fmt: skip
+    assert proc.stdout and proc.stdin
+
+    async def next_ps() -> None:
+        while not (await proc.stdout.readline()).startswith(b"ps."):  # type: ignore[union-attr]
+            pass
+
+    try:
+        async with asyncio.timeout(10):
+            await next_ps()  # the first cycle; the next one is 60 s away
+            proc.stdin.write(b"\n")
+            await proc.stdin.drain()
+            await next_ps()  # at once
+    finally:
+        proc.stdin.close()
+        async with asyncio.timeout(5):
+            await proc.wait()
+
+
 async def test_probe_lowers_its_priority_and_its_sessions(tmp_path: Path) -> None:
     """Telemetry never competes with the engine: the tools run at PROBE_NICE, and so does the
     session's autogroup where the kernel has them (groups share the CPU whatever their nice)."""

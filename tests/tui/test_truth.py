@@ -50,12 +50,16 @@ class ManualFeed:
     def __init__(self) -> None:
         self.queue: asyncio.Queue[Sequence[StoreInput]] = asyncio.Queue()
         self.followed: list[tuple[str, str, RankOnNode]] = []
+        self.refreshed: list[str] = []  # nodes the app asked to look at again
 
     def push(self, *inputs: StoreInput) -> None:
         self.queue.put_nowait(inputs)
 
     def follow(self, node: str, name: str, rank: RankOnNode) -> None:
         self.followed.append((node, name, rank))
+
+    def refresh(self, node: str) -> None:
+        self.refreshed.append(node)
 
     async def batches(self) -> AsyncIterator[Sequence[StoreInput]]:
         while True:
@@ -252,6 +256,7 @@ async def test_the_log_follows_the_launch_and_keeps_the_failing_ranks_lines(
             ("dgx6", "cockpit-qwen3-0.6b-2x-r1", 1, "0123456789ab"),
             ("dgx5", "cockpit-qwen3-0.6b-2x-r0", 0, "ba9876543210"),
         ]
+        assert feed.refreshed[:2] == ["dgx6", "dgx5"]  # each node looked at again at once
         # the followed streams' lines arrive; the nodes' container lists never showed them
         feed.push(RankLines("dgx5", QWEN, "dgx56-switch", 0, ("head booting",), fresh=True))
         feed.push(

@@ -21,3 +21,10 @@ class FollowsContainers(Protocol):
     """A feed that can follow a container's log as soon as an operation started it."""
 
     def follow(self, node: str, name: str, rank: RankOnNode) -> None: ...
+
+
+@runtime_checkable
+class RefreshesNodes(Protocol):
+    """A feed that can look at a node again at once (an operation changed what runs there)."""
+
+    def refresh(self, node: str) -> None: ...

@@ -191,12 +191,14 @@ class FleetFeed:
         self._engine: list[StoreInput] = []
         self._sampled = False  # a NodeSampled went out
         self._http: httpx.AsyncClient | None = None
+        self._running: FleetPoller | None = poller  # the poller `batches()` runs
 
     async def batches(self) -> AsyncIterator[Sequence[StoreInput]]:
         async with AsyncExitStack() as stack:
             poller = self.poller or await stack.enter_async_context(
                 FleetPoller(self.pool, list(self.inventory.nodes), self.pace)
             )
+            self._running = poller
             try:
                 while True:
                     batch = self._tick(poller)
@@ -252,6 +254,11 @@ class FleetFeed:
         batch += self._engine
         self._engine = []
         return batch
+
+    def refresh(self, node: str) -> None:
+        """An operation changed what runs on `node`: its probe looks again now."""
+        if self._running is not None:
+            self._running.refresh(node)
 
     def follow(self, node: str, name: str, rank: RankOnNode) -> None:
         """Follow a container's log now (a launch just started it), before the node's container

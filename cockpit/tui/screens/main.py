@@ -17,11 +17,13 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Header, Input
 
+from cockpit.bench.load import LoadCount
 from cockpit.errors import EXIT_REFUSED, CockpitError
 from cockpit.ops.events import Finished, OpEvent, Planned, StepFinished
 from cockpit.plan.render import container_name
 from cockpit.startup import resume_collector
-from cockpit.tui.keymap import MAIN_BINDINGS, NODE_CHANGING
+from cockpit.tui.demo import load_while_serving
+from cockpit.tui.keymap import DEMO_ONLY, MAIN_BINDINGS, NODE_CHANGING
 from cockpit.tui.messages import Facts
 from cockpit.tui.operations import LaneTarget
 from cockpit.tui.screens.confirm import ConfirmScreen
@@ -97,6 +99,10 @@ class MainScreen(Screen[None]):
             self._shown_version = -1
             self.flush()  # before the next layout, as on mount: the tails start at their end
             resume_collector()  # start-up is over (cockpit.startup)
+            demo = self.cockpit.demo
+            if demo is not None:  # the demo's opening act: its lane launched, then the load
+                self._operate("launch", demo.lane, ask=False)
+                self._start_load()
 
     def on_resize(self, event: Resize) -> None:
         self.set_class(event.size.width < NARROW_BELOW, "-narrow")
@@ -195,7 +201,7 @@ class MainScreen(Screen[None]):
         key = self.cockpit.keymap_overrides.get("restore")
         return key or next(b.key for b in MAIN_BINDINGS if b.id == "restore")
 
-    def _operate(self, name: str, target: LaneTarget | None = None) -> None:
+    def _operate(self, name: str, target: LaneTarget | None = None, *, ask: bool = True) -> None:
         if self.cockpit.readonly and name in NODE_CHANGING:
             self.notify(
                 f"read-only: {name} is disabled (started with --readonly)", severity="warning"
@@ -218,21 +224,21 @@ class MainScreen(Screen[None]):
             PLANNING_NOTICE_S, lambda: self.notify(f"{name} {lane.key}: planning…", timeout=3)
         )
         self.run_worker(
-            self._guarded(name, next(self._runs), events, planning),
+            self._guarded(name, next(self._runs), events, planning, ask),
             group="ops",
             name=f"{name} {lane.key}",
             exit_on_error=False,
         )
 
     async def _guarded(
-        self, name: str, run: int, events: AsyncIterator[OpEvent], planning: Timer
+        self, name: str, run: int, events: AsyncIterator[OpEvent], planning: Timer, ask: bool
     ) -> None:
         """Run `run` of an operation; however its worker ends (its Finished, an exception, a
         cancel), the store hears it, so nothing of it stays "running". An operation that raises
         ends as a failed one, shown, never silently."""
         why = "ended without an outcome"
         try:
-            await self._run(run, events, planning)
+            await self._run(run, events, planning, ask)
         except asyncio.CancelledError:
             why = "cancelled by the operator"
             raise
@@ -244,8 +250,10 @@ class MainScreen(Screen[None]):
 
     def _post(self, run: int, event: OpEvent) -> None:
         self.app.post_message(Facts([OpUpdate(run, event)]))
-        if isinstance(event, StepFinished) and event.step == "start" and event.ok and event.node:
-            self._follow_started(event)
+        if isinstance(event, StepFinished) and event.node:
+            if event.step == "start" and event.ok:
+                self._follow_started(event)
+            self.cockpit.node_changed(event.node)
 
     def _follow_started(self, event: StepFinished) -> None:
         """A launch started a rank's container: its log is followed from now on (a rank that
@@ -266,16 +274,21 @@ class MainScreen(Screen[None]):
             RankOnNode(event.lane, event.cluster, rank, container=container),
         )
 
-    async def _run(self, run: int, events: AsyncIterator[OpEvent], planning: Timer) -> None:
-        """Plan → confirmation → the events into the store; cancel throws into the operation."""
+    async def _run(
+        self, run: int, events: AsyncIterator[OpEvent], planning: Timer, ask: bool
+    ) -> None:
+        """Plan → confirmation (unless not `ask`ed: the demo's own launch) → the events into the
+        store; cancel throws into the operation."""
         try:
             first = await anext(events, None)
         finally:
             planning.stop()
         if first is None:
             return
-        confirmed = not isinstance(first, Planned) or await self.app.push_screen_wait(
-            ConfirmScreen(first)
+        confirmed = (
+            not ask
+            or not isinstance(first, Planned)
+            or await self.app.push_screen_wait(ConfirmScreen(first))
         )
         if not confirmed:
             await events.aclose()  # type: ignore[attr-defined]
@@ -332,6 +345,44 @@ class MainScreen(Screen[None]):
             self.notify("no operation running", timeout=3)
             return
         running[-1].cancel()
+
+    def _start_load(self) -> None:
+        demo = self.cockpit.demo
+        if demo is None:
+            return
+        key = lane_key(demo.lane.lane, demo.lane.cluster)
+        self.run_worker(
+            load_while_serving(
+                lambda: self.snap.lane(key) if self.snap else None,
+                demo,
+                LoadCount(),
+                lambda text: self.notify(text, timeout=4),
+            ),
+            group="load",
+            name=f"demo load {key}",
+            exit_on_error=False,
+        )
+
+    def action_load(self) -> None:
+        """The demo's synthetic load on or off (`load` binding; only in `cockpit demo`)."""
+        running = [w for w in self.workers if w.group == "load" and w.is_running]
+        if running:
+            for worker in running:
+                worker.cancel()
+            self.notify("demo load stopped (g starts it again)", timeout=4)
+            return
+        self.notify("demo load: starting once its lane serves", timeout=4)
+        self._start_load()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The demo's load exists only in `cockpit demo`."""
+        return action not in DEMO_ONLY or self.cockpit.demo is not None
+
+    @property
+    def footer_hides(self) -> frozenset[str]:
+        """Keys not offered in the footer: in a read-only session the node-changing ones (they
+        still say why they are off when pressed)."""
+        return NODE_CHANGING if self.cockpit.readonly else frozenset()
 
     # ------------------------------------------------------------------ view keys
 
@@ -402,6 +453,8 @@ class MainScreen(Screen[None]):
         overrides = self.cockpit.keymap_overrides
         rows = []
         for binding in MAIN_BINDINGS:
+            if binding.action in DEMO_ONLY and self.cockpit.demo is None:
+                continue
             keys = overrides.get(binding.id or "", binding.key).split(",")
             shown = ", ".join(
                 self.app.get_key_display(replace(binding, key=key.strip(), key_display=None))
