@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from cockpit.tui.fit import lane_key
 from cockpit.tui.render import bar, num, pct, seconds, sparkline
 from cockpit.tui.state.views import EngineView, FleetSnapshot
 from cockpit.tui.widgets.palette import Palette, palette_of
@@ -26,6 +27,11 @@ def no_engine(snap: FleetSnapshot, ctx: ViewContext, colours: Palette) -> Text:
     if lane is None:
         return Text("no lane serving", style=colours.muted)
     return Text(f"{lane.key}: {lane.state_text}", style=colours.muted)
+
+
+def headline(eng: EngineView, width: int, colours: Palette) -> Text:
+    """The lane's key on one line, never wrapped mid-word (`fit.lane_key`)."""
+    return Text(lane_key(eng.lane_key, width), style=colours.muted, no_wrap=True)
 
 
 def _grid() -> Table:
@@ -49,7 +55,7 @@ def kv_renderable(eng: EngineView, width: int, colours: Palette) -> Group | Text
     grid.add_row("preempted", num(eng.preemptions_total, 0))
     spark = Text(sparkline(eng.kv_history, max(width - 12, 4), 0.0, 1.0), style=colours.accent)
     grid.add_row("history", spark)
-    return Group(Text(eng.lane_key, style=colours.muted), grid)
+    return Group(headline(eng, width, colours), grid)
 
 
 def throughput_renderable(eng: EngineView, width: int, colours: Palette) -> Group | Text:
@@ -65,7 +71,7 @@ def throughput_renderable(eng: EngineView, width: int, colours: Palette) -> Grou
     span = max(width - 12, 4)
     grid.add_row("gen", Text(sparkline(eng.gen_history, span, 0.0), style=colours.ok))
     grid.add_row("prompt", Text(sparkline(eng.prompt_history, span, 0.0), style=colours.accent))
-    return Group(Text(eng.lane_key, style=colours.muted), grid)
+    return Group(headline(eng, width, colours), grid)
 
 
 class Body(Static, can_focus=True):

@@ -7,16 +7,16 @@ from textual.app import ComposeResult
 from textual.message import Message
 from textual.widgets import DataTable
 
+from cockpit.tui.fit import end, fit_columns
 from cockpit.tui.state.views import FleetSnapshot, LaneView
 from cockpit.tui.widgets.palette import palette_of
 from cockpit.tui.widgets.pane import Pane, ViewContext
 
 COLUMNS = ("lane", "cluster", "state", "endpoint", "image", "last bench")
-STATE_WIDTH = 28  # a failure reason is cut here; enter shows it whole
-
-
-def _clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+FLOORS = (40, 10, 16, 0, 7, 0)  # cells no column gives up; 0: dropped whole (enter shows it)
+SHRINK_ORDER = (3, 5, 1, 2, 0)  # endpoint, last bench, cluster, state, lane (names stay whole:
+# a cut name hides what tells lanes apart, e.g. the 2x of mimo26-flash-mopd-2x-sparkring)
+STATE = COLUMNS.index("state")  # takes the room to spare: a failure reason whole (enter: all)
 
 
 def orphans_line(lanes: tuple[LaneView, ...]) -> str:
@@ -38,8 +38,7 @@ class LanesPane(Pane):
 
     def __init__(self) -> None:
         super().__init__("Lanes", id="lanes")
-        self._shown: tuple[LaneView, ...] = ()
-        self._theme = ""
+        self._shown: tuple[tuple[LaneView, ...], str, int] | None = None  # lanes, theme, width
 
     def compose(self) -> ComposeResult:
         table: DataTable[Text | str] = DataTable(
@@ -61,34 +60,47 @@ class LanesPane(Pane):
         return row_key.value
 
     def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
-        if snap.lanes == self._shown and self.app.theme == self._theme:
+        table = self.table
+        width = table.scrollable_content_region.width
+        shown = (snap.lanes, self.app.theme, width)
+        if shown == self._shown:
             return
-        self._shown, self._theme = snap.lanes, self.app.theme
+        self._shown = shown
         colours = palette_of(self.app)
         rows = []
         for lane in snap.lanes:
-            style = f"bold {colours.error}" if lane.orphaned else colours.phase(lane.phase.value)
-            state = Text(_clip(lane.state_text, STATE_WIDTH), style=style)
             image = (
-                Text("?", style=colours.muted)
+                ("?", colours.muted)
                 if lane.image_ok is None
-                else Text("all", style=colours.ok)
+                else ("all", colours.ok)
                 if lane.image_ok
-                else Text("missing", style=colours.warn)
+                else ("missing", colours.warn)
             )
             endpoint = lane.endpoint.removeprefix("http://") if lane.endpoint else "–"
-            cells = (lane.lane, lane.cluster, state, endpoint, image, lane.bench_headline or "–")
-            rows.append((lane.key, cells))
-        table = self.table
+            texts = (lane.lane, lane.cluster, lane.state_text, endpoint, image[0],
+                     lane.bench_headline or "–")  # fmt: skip
+            state = f"bold {colours.error}" if lane.orphaned else colours.phase(lane.phase.value)
+            rows.append((lane.key, texts, {STATE: state, COLUMNS.index("image"): image[1]}))
+        natural = [
+            max([len(label), *(len(texts[i]) for _, texts, _ in rows)])
+            for i, label in enumerate(COLUMNS)
+        ]
+        pad = 2 * table.cell_padding
+        widths = (
+            fit_columns(natural, FLOORS, width, SHRINK_ORDER, STATE, pad)
+            if width
+            else natural  # not laid out yet: the next show (after the layout) fits them
+        )
+        shown = [i for i, w in enumerate(widths) if w]
         cursor = table.cursor_row
         # Columns re-fit their content on every change (a long failure reason is gone later).
         # Widths are set explicitly: auto-width columns re-added after a clear fall back to
         # their labels' widths and truncate every cell.
         table.clear(columns=True)
-        for index, label in enumerate(COLUMNS):
-            width = max([len(label), *(Text(str(c[index])).cell_len for _, c in rows)])
-            table.add_column(label, width=width)
-        for key, cells in rows:
+        for i in shown:
+            table.add_column(end(COLUMNS[i], widths[i]), width=widths[i])
+        for key, texts, styles in rows:
+            cells = [Text(end(texts[i], widths[i]), style=styles.get(i, "")) for i in shown]
             table.add_row(*cells, key=key)
         if table.row_count:
             table.move_cursor(row=min(cursor, table.row_count - 1), animate=False)
