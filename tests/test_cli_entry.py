@@ -8,6 +8,7 @@ import importlib
 import click
 import pytest
 
+from cockpit.cli.guided import unknown_command
 from cockpit.cli.main import COMMAND_MODULES, OPENS_TUI, cli
 from cockpit.startup import pause_collector
 from tests.cli_runner import run_cockpit
@@ -34,9 +35,31 @@ def test_help_lists_every_command_and_version_works() -> None:
     assert version.returncode == 0 and "cockpit, version" in version.stdout
 
 
-def test_unknown_command_is_refused_with_exit_2() -> None:
-    result = run_cockpit("launhc")
-    assert result.returncode == 2 and "No such command" in result.stderr
+@pytest.mark.parametrize(
+    ("typed", "line"),
+    [
+        (["statsu"], "error: no command 'statsu'; did you mean 'status'?"),
+        (["launhc", "-r", "x"], "error: no command 'launhc'; did you mean 'launch'?"),
+        (
+            ["report", "shwo", "x.json"],
+            "error: no command 'report shwo'; did you mean 'report show'?",
+        ),
+        (["sim", "upp"], "error: no command 'sim upp'; did you mean 'sim up'?"),
+    ],
+)
+def test_a_mistyped_command_gets_one_line_naming_the_nearest(typed: list[str], line: str) -> None:
+    result = run_cockpit(*typed)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [line] and result.stdout == ""
+
+
+def test_a_command_nothing_resembles_lists_the_commands() -> None:
+    assert unknown_command("xyzzy", ["lanes", "status"]) == (
+        "no command 'xyzzy' (commands: lanes, status)"
+    )
+    assert unknown_command("compre", ["compare", "show"], "report") == (
+        "no command 'report compre'; did you mean 'report compare'?"
+    )
 
 
 @pytest.mark.usefixtures("collector_paused")

@@ -37,6 +37,7 @@ from cockpit.bench.run import (
     time_scale_default,
 )
 from cockpit.bench.tokenizer import lane_tokenizer, snapshot_dir
+from cockpit.cli.guided import GuidedGroup
 from cockpit.config import Inventory, load_inventory
 from cockpit.errors import EXIT_FAILED, InputError
 from cockpit.ops import readiness
@@ -357,7 +358,7 @@ def probe_cmd(
     console.print(f"verdict: [bold]{escape(result.verdict)}[/bold]")
 
 
-@click.group(name="report")
+@click.group(name="report", cls=GuidedGroup)
 def report_group() -> None:
     """Read bench reports: show one, compare two."""
 
