@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import gc
 import importlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import click
 import pytest
@@ -70,3 +76,29 @@ def test_a_loaded_command_resumes_the_collector_the_tui_keeps_it_paused() -> Non
         assert cli.get_command(ctx, name) is not None
         # the TUI commands resume it once their first frame is painted (test_startup)
         assert gc.isenabled() is (name not in OPENS_TUI), name
+
+
+def test_ctrl_c_in_a_command_that_is_not_an_operation_exits_130(tmp_path: Path) -> None:
+    """click turns a KeyboardInterrupt into Abort, which exited 1 (a failure on the nodes)."""
+    fifo = tmp_path / "report.json"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cockpit", "report", "show", str(fifo)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while True:  # the write end opens once the command opened the read end: it blocks reading
+        try:
+            writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError:
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+    try:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        os.close(writer)
+    assert proc.returncode == 130, err

@@ -90,7 +90,9 @@ def main() -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
-    except click.Abort:
+    except click.Abort as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):  # click's wrapping of a Ctrl-C
+            sys.exit(130)  # 128 + SIGINT, as for every other command
         err_console.print("aborted")
         sys.exit(1)
     except CockpitError as exc:
