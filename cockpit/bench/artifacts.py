@@ -12,8 +12,10 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from cockpit.atomic import write_atomic
-from cockpit.bench.models import Report, from_json, to_json
+from cockpit.bench.models import SCHEMA, Report, from_json, to_json
 from cockpit.bench.report import render_markdown
 from cockpit.errors import InputError
 from cockpit.redact import redact
@@ -31,16 +33,48 @@ def safe_label(label: str) -> str:
 
 
 def load_report(path: Path) -> Report:
-    """A report from its `.json` (or from the `.md` next to it)."""
+    """A report from its `.json` (or from the `.md` next to it); anything else is refused in one
+    line saying why (a pydantic dump of 18 lines told an operator nothing)."""
     source = path.with_suffix(".json") if path.suffix == ".md" else path
     try:
-        data = json.loads(source.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{source}: cannot read a bench report ({exc})") from exc
+        return parse_report(json.loads(source.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        reason = "no such file"
+    except IsADirectoryError:
+        reason = "a folder"
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+    except UnicodeDecodeError:
+        reason = "not UTF-8 text"
+    except json.JSONDecodeError as exc:
+        reason = f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+    except ValueError as exc:
+        reason = str(exc)
+    raise InputError(f"{source}: not a cockpit bench report ({reason})")
+
+
+_JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
+
+
+def parse_report(data: object) -> Report:
+    """A report from parsed JSON; a ValueError with a short reason when it is none."""
+    if not isinstance(data, dict):
+        raise ValueError(f"a JSON {_JSON_TYPES.get(type(data), 'null')}, not an object")
+    if data.get("schema", SCHEMA) != SCHEMA:
+        raise ValueError(f"schema {data['schema']!r}, expected {SCHEMA!r}")
     try:
         return from_json(Report, data)
-    except ValueError as exc:
-        raise InputError(f"{source}: not a cockpit bench report ({exc})") from exc
+    except ValidationError as exc:
+        errors = exc.errors()
+        first = errors[0]
+        where = ".".join(str(part) for part in first["loc"])
+        what = (
+            f"missing field {where!r}"
+            if first["type"] == "missing"
+            else f"field {where!r}: {first['msg']}"
+        )
+        more = f" and {len(errors) - 1} more" if len(errors) > 1 else ""
+        raise ValueError(what + more) from None
 
 
 def lane_reports(directory: Path, lane: str, cluster: str) -> list[Path]:

@@ -364,7 +364,7 @@ def report_group() -> None:
 
 
 @report_group.command(name="show")
-@click.argument("file", type=click.Path(exists=True, path_type=Path))
+@click.argument("file", type=click.Path(path_type=Path))
 @click.option("--plot/--no-plot", default=True, help="Terminal depth plot of tg and pp.")
 def report_show(file: Path, plot: bool) -> None:
     """A report as markdown (deltas against its baseline), and its depth plot."""
@@ -381,8 +381,8 @@ def report_show(file: Path, plot: bool) -> None:
 
 
 @report_group.command(name="compare")
-@click.argument("a", type=click.Path(exists=True, path_type=Path))
-@click.argument("b", type=click.Path(exists=True, path_type=Path))
+@click.argument("a", type=click.Path(path_type=Path))
+@click.argument("b", type=click.Path(path_type=Path))
 def report_compare(a: Path, b: Path) -> None:
     """B against A, point by point: deltas in %, regressions marked."""
     click.echo(

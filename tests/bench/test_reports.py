@@ -8,6 +8,8 @@ import time
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from cockpit.bench import artifacts
 from cockpit.bench import report as rep
 from cockpit.bench.method import PhaseStats, Stat
@@ -24,6 +26,7 @@ from cockpit.bench.models import (
     from_json,
     to_json,
 )
+from tests.cli_runner import run_cockpit
 
 SEED = tomllib.loads(
     (Path(__file__).resolve().parents[1] / "sim_engine" / "seed_measurements.toml").read_text()
@@ -143,3 +146,37 @@ def test_baseline_of_two_reports_in_the_same_second_is_the_later_one(tmp_path: P
 
 def test_depth_labels_are_one_spelling_for_tables_plots_and_headlines() -> None:
     assert [depth_label(d) for d in (0, 4096, 262144, 1000)] == ["0", "4K", "256K", "1000"]
+
+
+def _not_a_report(tmp_path: Path, name: str, text: str | None) -> Path:
+    path = tmp_path / name
+    if text is not None:
+        path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("points", "missing field 'points'"),
+        ('{"label": ', "invalid JSON at line 1 column 11: Expecting value"),
+        ("[1, 2]", "a JSON array, not an object"),
+        ('{"schema": "other.v3"}', "schema 'other.v3', expected 'cockpit-bench-report.v1'"),
+        (None, "no such file"),
+    ],
+)
+def test_a_file_that_is_no_report_is_one_line_and_exit_2(
+    tmp_path: Path, text: str | None, reason: str
+) -> None:
+    """Issue 15: `report show` on a non-report JSON printed 18 lines of pydantic errors."""
+    if text == "points":  # a report but for one field
+        data = to_json(_seed_report())
+        del data["points"]
+        text = json.dumps(data)
+    bad = _not_a_report(tmp_path, "bad.json", text)
+    good, _ = artifacts.save_report(tmp_path, _seed_report())
+    line = f"error: {bad}: not a cockpit bench report ({reason})"
+    for args in (("show", bad), ("compare", good, bad), ("compare", bad, good)):
+        result = run_cockpit("report", *args)
+        assert (result.returncode, result.stderr.splitlines()) == (2, [line]), args
+        assert result.stdout == ""
