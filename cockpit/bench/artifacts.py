@@ -1,7 +1,8 @@
 """Report files: `reports/<YYYY-MM-DD_HHMMSS>_<label>.{json,md}`, written atomically.
 
-The lane's last report (same recipe and cluster, by file name order = time order) is its
-baseline: a new report records that file and shows its deltas against it.
+A new report's baseline is the newest earlier report that measured the same thing (lane,
+recipe, model, warm/cold mode, driver: `likeness`); it records that file and shows its deltas
+against it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from cockpit.atomic import write_atomic
+from cockpit.bench.likeness import Likeness, differences, likeness
 from cockpit.bench.models import SCHEMA, Report, from_json, to_json
 from cockpit.bench.report import render_markdown
 from cockpit.errors import InputError
@@ -77,24 +79,20 @@ def parse_report(data: object) -> Report:
         raise ValueError(what + more) from None
 
 
-def lane_reports(directory: Path, lane: str, cluster: str) -> list[Path]:
-    """The lane's reports, oldest first: by creation stamp, then write time (two reports made in
-    the same second keep their order; their names alone would sort by label)."""
+def baseline_for(directory: Path, like: Likeness) -> Path | None:
+    """The newest report in `directory` that measured what `like` describes (same lane, recipe,
+    model, mode and driver): by creation stamp, then write time (two reports made in the same
+    second keep their order; their names alone would sort by label)."""
     found = []
-    for path in directory.glob("*.json"):
+    for path in directory.glob("*.json") if directory.is_dir() else ():
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            report = parse_report(json.loads(path.read_text(encoding="utf-8")))
             written = path.stat().st_mtime_ns
         except (OSError, ValueError):
             continue
-        if isinstance(data, dict) and data.get("lane") == lane and data.get("cluster") == cluster:
-            found.append((str(data.get("created", "")), written, path))
-    return [path for *_, path in sorted(found)]
-
-
-def baseline_for(directory: Path, lane: str, cluster: str) -> Path | None:
-    reports = lane_reports(directory, lane, cluster) if directory.is_dir() else []
-    return reports[-1] if reports else None
+        if not differences(likeness(report), like):
+            found.append((report.created, written, path))
+    return max(found)[-1] if found else None
 
 
 def save_report(directory: Path, report: Report) -> tuple[Path, Path]:
