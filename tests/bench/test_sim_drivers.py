@@ -100,7 +100,8 @@ async def test_llama_benchy_gives_the_same_table(compare_lane: str, tmp_path: Pa
     a, b = artifacts.load_report(ours), artifacts.load_report(theirs)
     text = rep.render_comparison(a, b, ours.name, theirs.name)
     print(text)
-    assert "Δ tg" in text and "%" in text and "NOT LIKE WITH LIKE: driver builtin vs" in text
+    assert "Δ tg" in text and "%" in text and "0 point(s) lower by over 5%" in text
+    assert "NOT LIKE WITH LIKE: driver builtin vs llama-benchy" in text  # said, not refused
 
 
 def _cockpit(*args: str | Path) -> Result:
