@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import gc
 import importlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import click
 import pytest
 
+from cockpit.cli.guided import unknown_command
 from cockpit.cli.main import COMMAND_MODULES, OPENS_TUI, cli
 from cockpit.startup import pause_collector
 from tests.cli_runner import run_cockpit
@@ -34,9 +41,31 @@ def test_help_lists_every_command_and_version_works() -> None:
     assert version.returncode == 0 and "cockpit, version" in version.stdout
 
 
-def test_unknown_command_is_refused_with_exit_2() -> None:
-    result = run_cockpit("launhc")
-    assert result.returncode == 2 and "No such command" in result.stderr
+@pytest.mark.parametrize(
+    ("typed", "line"),
+    [
+        (["statsu"], "error: no command 'statsu'; did you mean 'status'?"),
+        (["launhc", "-r", "x"], "error: no command 'launhc'; did you mean 'launch'?"),
+        (
+            ["report", "shwo", "x.json"],
+            "error: no command 'report shwo'; did you mean 'report show'?",
+        ),
+        (["sim", "upp"], "error: no command 'sim upp'; did you mean 'sim up'?"),
+    ],
+)
+def test_a_mistyped_command_gets_one_line_naming_the_nearest(typed: list[str], line: str) -> None:
+    result = run_cockpit(*typed)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [line] and result.stdout == ""
+
+
+def test_a_command_nothing_resembles_lists_the_commands() -> None:
+    assert unknown_command("xyzzy", ["lanes", "status"]) == (
+        "no command 'xyzzy' (commands: lanes, status)"
+    )
+    assert unknown_command("compre", ["compare", "show"], "report") == (
+        "no command 'report compre'; did you mean 'report compare'?"
+    )
 
 
 @pytest.mark.usefixtures("collector_paused")
@@ -47,3 +76,29 @@ def test_a_loaded_command_resumes_the_collector_the_tui_keeps_it_paused() -> Non
         assert cli.get_command(ctx, name) is not None
         # the TUI commands resume it once their first frame is painted (test_startup)
         assert gc.isenabled() is (name not in OPENS_TUI), name
+
+
+def test_ctrl_c_in_a_command_that_is_not_an_operation_exits_130(tmp_path: Path) -> None:
+    """click turns a KeyboardInterrupt into Abort, which exited 1 (a failure on the nodes)."""
+    fifo = tmp_path / "report.json"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cockpit", "report", "show", str(fifo)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while True:  # the write end opens once the command opened the read end: it blocks reading
+        try:
+            writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError:
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+    try:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        os.close(writer)
+    assert proc.returncode == 130, err

@@ -1,7 +1,8 @@
 """Report files: `reports/<YYYY-MM-DD_HHMMSS>_<label>.{json,md}`, written atomically.
 
-The lane's last report (same recipe and cluster, by file name order = time order) is its
-baseline: a new report records that file and shows its deltas against it.
+A new report's baseline is the newest earlier report that measured the same thing (lane,
+recipe, model, warm/cold mode, driver: `likeness`); it records that file and shows its deltas
+against it.
 """
 
 from __future__ import annotations
@@ -12,8 +13,11 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from cockpit.atomic import write_atomic
-from cockpit.bench.models import Report, from_json, to_json
+from cockpit.bench.likeness import Likeness, differences, likeness
+from cockpit.bench.models import SCHEMA, Report, from_json, to_json
 from cockpit.bench.report import render_markdown
 from cockpit.errors import InputError
 from cockpit.redact import redact
@@ -31,36 +35,64 @@ def safe_label(label: str) -> str:
 
 
 def load_report(path: Path) -> Report:
-    """A report from its `.json` (or from the `.md` next to it)."""
+    """A report from its `.json` (or from the `.md` next to it); anything else is refused in one
+    line saying why (a pydantic dump of 18 lines told an operator nothing)."""
     source = path.with_suffix(".json") if path.suffix == ".md" else path
     try:
-        data = json.loads(source.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{source}: cannot read a bench report ({exc})") from exc
+        return parse_report(json.loads(source.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        reason = "no such file"
+    except IsADirectoryError:
+        reason = "a folder"
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+    except UnicodeDecodeError:
+        reason = "not UTF-8 text"
+    except json.JSONDecodeError as exc:
+        reason = f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+    except ValueError as exc:
+        reason = str(exc)
+    raise InputError(f"{source}: not a cockpit bench report ({reason})")
+
+
+_JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
+
+
+def parse_report(data: object) -> Report:
+    """A report from parsed JSON; a ValueError with a short reason when it is none."""
+    if not isinstance(data, dict):
+        raise ValueError(f"a JSON {_JSON_TYPES.get(type(data), 'null')}, not an object")
+    if data.get("schema", SCHEMA) != SCHEMA:
+        raise ValueError(f"schema {data['schema']!r}, expected {SCHEMA!r}")
     try:
         return from_json(Report, data)
-    except ValueError as exc:
-        raise InputError(f"{source}: not a cockpit bench report ({exc})") from exc
+    except ValidationError as exc:
+        errors = exc.errors()
+        first = errors[0]
+        where = ".".join(str(part) for part in first["loc"])
+        what = (
+            f"missing field {where!r}"
+            if first["type"] == "missing"
+            else f"field {where!r}: {first['msg']}"
+        )
+        more = f" and {len(errors) - 1} more" if len(errors) > 1 else ""
+        raise ValueError(what + more) from None
 
 
-def lane_reports(directory: Path, lane: str, cluster: str) -> list[Path]:
-    """The lane's reports, oldest first: by creation stamp, then write time (two reports made in
-    the same second keep their order; their names alone would sort by label)."""
+def baseline_for(directory: Path, like: Likeness) -> Path | None:
+    """The newest report in `directory` that measured what `like` describes (same lane, recipe,
+    model, mode and driver): by creation stamp, then write time (two reports made in the same
+    second keep their order; their names alone would sort by label)."""
     found = []
-    for path in directory.glob("*.json"):
+    for path in directory.glob("*.json") if directory.is_dir() else ():
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            report = parse_report(json.loads(path.read_text(encoding="utf-8")))
             written = path.stat().st_mtime_ns
         except (OSError, ValueError):
             continue
-        if isinstance(data, dict) and data.get("lane") == lane and data.get("cluster") == cluster:
-            found.append((str(data.get("created", "")), written, path))
-    return [path for *_, path in sorted(found)]
-
-
-def baseline_for(directory: Path, lane: str, cluster: str) -> Path | None:
-    reports = lane_reports(directory, lane, cluster) if directory.is_dir() else []
-    return reports[-1] if reports else None
+        if not differences(likeness(report), like):
+            found.append((report.created, written, path))
+    return max(found)[-1] if found else None
 
 
 def save_report(directory: Path, report: Report) -> tuple[Path, Path]:

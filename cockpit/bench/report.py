@@ -1,7 +1,8 @@
 """Reports as the seed writes them (pure): markdown tables, comparisons and a terminal depth plot.
 
 Shape: a quality line, the perf table (every point, mean ± std), the depth table (tg by depth with
-c1/c2 columns, deltas against the lane's previous report), flags and warnings with their fixes,
+c1/c2 columns, deltas against its baseline: the lane's previous report that measured the same
+thing, `likeness`), flags and warnings with their fixes,
 hung points with forensics, and the environment that could skew the numbers.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from cockpit.bench.likeness import differences, likeness, mode
 from cockpit.bench.method import Stat, relative_delta, spread_text
 from cockpit.bench.models import PointResult, Report, depth_label
 
@@ -29,11 +31,6 @@ def _pct(delta: float | None) -> str:
         return ""
     mark = " ▼" if delta < -REGRESSION else " ▲" if delta > REGRESSION else ""
     return f"{delta:+.1%}{mark}"
-
-
-def mode(report: Report) -> str:
-    colds = {p.spec.cold for p in report.points}
-    return "cold" if colds == {True} else "warm prefix" if colds == {False} else "mixed"
 
 
 def perf_rows(report: Report) -> list[list[str]]:
@@ -112,8 +109,21 @@ def flag_lines(points: Sequence[PointResult]) -> list[str]:
     return out
 
 
+def _baseline_line(report: Report, unlike: list[str]) -> str:
+    if not report.baseline:
+        return "baseline none (no earlier report of this lane, recipe, mode and driver)"
+    if unlike:
+        return f"baseline `{report.baseline}` NOT LIKE WITH LIKE ({'; '.join(unlike)}): no deltas"
+    return f"baseline `{report.baseline}`"
+
+
 def render_markdown(report: Report, baseline: Report | None = None) -> str:
+    """The report; deltas against `baseline` only when it measured the same thing (a report of
+    an older cockpit may name a cold or another driver's report as its baseline)."""
     env = report.environment
+    unlike = differences(likeness(baseline), likeness(report)) if baseline else []
+    if unlike:
+        baseline = None
     lines = [
         ("# PARTIAL " if report.partial else "# ")
         + f"Bench `{report.label}`: `{report.lane}` on `{report.cluster}`",
@@ -124,7 +134,7 @@ def render_markdown(report: Report, baseline: Report | None = None) -> str:
             else []
         ),
         f"{report.created} UTC · driver {env.driver} · {mode(report)} · "
-        f"baseline {('`' + report.baseline + '`') if report.baseline else 'none (first report)'}",
+        + _baseline_line(report, unlike),
         "",
         f"Quality **{report.quality}**" if report.quality else "Quality: not measured",
         "",
@@ -187,7 +197,6 @@ def render_markdown(report: Report, baseline: Report | None = None) -> str:
 class Comparison:
     depth: int
     concurrency: int
-    cold: bool
     tg_a: float | None
     tg_b: float | None
     pp_a: float | None
@@ -207,21 +216,16 @@ class Comparison:
 
 
 def compare(a: Report, b: Report) -> list[Comparison]:
-    """Every point of either report, side by side (B against A)."""
-    keys = sorted({(p.spec.depth, p.spec.concurrency, p.spec.cold) for p in (*a.points, *b.points)})
-
-    def find(report: Report, key: tuple[int, int, bool]) -> PointResult | None:
-        return next(
-            (p for p in report.points if (p.spec.depth, p.spec.concurrency, p.spec.cold) == key),
-            None,
-        )
-
+    """Every point of either report, side by side (B against A), matched by depth and
+    concurrency as a report's deltas against its baseline are."""
+    keys = sorted({(p.spec.depth, p.spec.concurrency) for p in (*a.points, *b.points)})
     out = []
-    for key in keys:
-        pa, pb = find(a, key), find(b, key)
+    for depth, c in keys:
+        pa, pb = a.point(depth, c), b.point(depth, c)
         out.append(
             Comparison(
-                *key,
+                depth,
+                c,
                 tg_a=pa.tg if pa else None,
                 tg_b=pb.tg if pb else None,
                 pp_a=pa.pp if pa else None,
@@ -232,10 +236,13 @@ def compare(a: Report, b: Report) -> list[Comparison]:
 
 
 def render_comparison(a: Report, b: Report, name_a: str, name_b: str) -> str:
+    """B against A; under a loud header when they did not measure the same thing."""
     comparisons = compare(a, b)
+    unlike = differences(likeness(a), likeness(b))
+    drop = "lower" if unlike else "REGRESSION"  # another lane or mode is not a regression
     rows = [
         [
-            f"d{c.depth}" + (" cold" if c.cold else ""),
+            f"d{c.depth}",
             f"c{c.concurrency}",
             _num(c.tg_a),
             _num(c.tg_b),
@@ -243,21 +250,30 @@ def render_comparison(a: Report, b: Report, name_a: str, name_b: str) -> str:
             _num(c.pp_a, 0),
             _num(c.pp_b, 0),
             _pct(c.pp_delta),
-            "REGRESSION" if c.regression else "",
+            drop if c.regression else "",
         ]
         for c in comparisons
     ]
     header = ["point", "c", "tg A", "tg B", "Δ tg", "pp A", "pp B", "Δ pp", ""]
+    loud = f"**NOT LIKE WITH LIKE: {'; '.join(unlike)}**: no delta below is a change of one lane"
     lines = [
         f"# Compare A `{name_a}` → B `{name_b}`",
         "",
+        *([loud, ""] if unlike else []),
         f"A: {a.environment.driver}, {mode(a)}, quality {a.quality or '—'}",
         f"B: {b.environment.driver}, {mode(b)}, quality {b.quality or '—'}",
         "",
         *_table(header, rows, right_from=2),
     ]
-    regressions = sum(1 for c in comparisons if c.regression)
-    lines += ["", f"{regressions} regression(s) beyond {REGRESSION:.0%}"]
+    drops = sum(1 for c in comparisons if c.regression)
+    if unlike:
+        lines += [
+            "",
+            f"NOT LIKE WITH LIKE ({'; '.join(unlike)}): {drops} point(s) lower by over "
+            f"{REGRESSION:.0%} are not regressions",
+        ]
+    else:
+        lines += ["", f"{drops} regression(s) beyond {REGRESSION:.0%}"]
     return "\n".join(lines) + "\n"
 
 

@@ -30,6 +30,7 @@ from cockpit.bench.events import (
     SweepFinished,
     warning,
 )
+from cockpit.bench.likeness import likeness
 from cockpit.bench.models import Environment, PointResult, PointSpec, Quality, Report
 from cockpit.bench.quality import parse_quality, quality_argv
 from cockpit.bench.sweep import BuiltinDriver
@@ -283,7 +284,6 @@ class _Sweep:
         partial: str = "",
     ) -> tuple[Path, Path]:
         req = self.req
-        baseline = artifacts.baseline_for(req.reports_dir, req.lane, req.cluster)
         latency = statistics.median(self.latencies) if self.latencies else 0.0
         report = Report(
             label=artifacts.safe_label(req.label),
@@ -309,9 +309,11 @@ class _Sweep:
             points=tuple(results),
             quality=quality,
             warnings=tuple(self.warnings),
-            baseline=baseline.name if baseline else "",
             partial=partial,
         )
+        baseline = artifacts.baseline_for(req.reports_dir, likeness(report))
+        if baseline is not None:
+            report = replace(report, baseline=baseline.name)
         return artifacts.save_report(req.reports_dir, report)
 
 

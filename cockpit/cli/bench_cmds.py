@@ -7,6 +7,7 @@ report went. The exit code is 0 when every point was measured, 1 when some point
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shlex
 import socket
 import sys
@@ -25,6 +26,7 @@ from cockpit.bench import events as bev
 from cockpit.bench import probe as bench_probe
 from cockpit.bench import report as rep
 from cockpit.bench.events import event_line
+from cockpit.bench.likeness import differences, likeness
 from cockpit.bench.models import PointResult, PointSpec
 from cockpit.bench.remote import remote_argv, remote_events
 from cockpit.bench.run import (
@@ -37,6 +39,7 @@ from cockpit.bench.run import (
     time_scale_default,
 )
 from cockpit.bench.tokenizer import lane_tokenizer, snapshot_dir
+from cockpit.cli.guided import GuidedGroup
 from cockpit.config import Inventory, load_inventory
 from cockpit.errors import EXIT_FAILED, InputError
 from cockpit.ops import readiness
@@ -357,22 +360,21 @@ def probe_cmd(
     console.print(f"verdict: [bold]{escape(result.verdict)}[/bold]")
 
 
-@click.group(name="report")
+@click.group(name="report", cls=GuidedGroup)
 def report_group() -> None:
     """Read bench reports: show one, compare two."""
 
 
 @report_group.command(name="show")
-@click.argument("file", type=click.Path(exists=True, path_type=Path))
+@click.argument("file", type=click.Path(path_type=Path))
 @click.option("--plot/--no-plot", default=True, help="Terminal depth plot of tg and pp.")
 def report_show(file: Path, plot: bool) -> None:
     """A report as markdown (deltas against its baseline), and its depth plot."""
     report = artifacts.load_report(file)
     baseline = None
     if report.baseline:
-        candidate = file.parent / report.baseline
-        if candidate.exists():
-            baseline = artifacts.load_report(candidate)
+        with contextlib.suppress(InputError):  # a baseline gone or broken costs the deltas only
+            baseline = artifacts.load_report(file.parent / report.baseline)
     click.echo(rep.render_markdown(report, baseline))
     if plot:
         for metric in ("tg", "pp"):
@@ -380,13 +382,23 @@ def report_show(file: Path, plot: bool) -> None:
 
 
 @report_group.command(name="compare")
-@click.argument("a", type=click.Path(exists=True, path_type=Path))
-@click.argument("b", type=click.Path(exists=True, path_type=Path))
-def report_compare(a: Path, b: Path) -> None:
-    """B against A, point by point: deltas in %, regressions marked."""
-    click.echo(
-        rep.render_comparison(artifacts.load_report(a), artifacts.load_report(b), a.name, b.name)
-    )
+@click.argument("a", type=click.Path(path_type=Path))
+@click.argument("b", type=click.Path(path_type=Path))
+@click.option(
+    "--force", is_flag=True, help="Compare reports that measured different things (loudly)."
+)
+def report_compare(a: Path, b: Path, force: bool) -> None:
+    """B against A, point by point: deltas in %, regressions marked.
+
+    Only like with like: reports of another lane, recipe, model, warm/cold mode or driver are
+    refused unless --force, which prints them under a NOT LIKE WITH LIKE header."""
+    first, second = artifacts.load_report(a), artifacts.load_report(b)
+    unlike = differences(likeness(first), likeness(second))
+    if unlike and not force:
+        raise InputError(
+            f"not comparable: {'; '.join(unlike)} (--force compares them anyway, marked so)"
+        )
+    click.echo(rep.render_comparison(first, second, a.name, b.name))
 
 
 COMMANDS = [bench_cmd, probe_cmd, report_group]

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from cockpit import __version__
+from cockpit.cli.guided import GuidedGroup
 from cockpit.errors import CockpitError
 from cockpit.redact import shown
 from cockpit.startup import pause_collector, resume_collector
@@ -40,7 +41,7 @@ OPENS_TUI = {"tui", "demo"}
 """Commands that resume the garbage collector themselves, once their first frame is painted."""
 
 
-class LazyGroup(click.Group):
+class LazyGroup(GuidedGroup):
     """A group whose subcommands are imported on first use."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -89,7 +90,9 @@ def main() -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
-    except click.Abort:
+    except click.Abort as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):  # click's wrapping of a Ctrl-C
+            sys.exit(130)  # 128 + SIGINT, as for every other command
         err_console.print("aborted")
         sys.exit(1)
     except CockpitError as exc:

@@ -21,8 +21,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from cockpit.config import load_inventory
+from cockpit.errors import InputError
 from cockpit.ops import events as ev
-from cockpit.ops.interrupt import run_interruptible
+from cockpit.ops.interrupt import blocking_call, run_interruptible
 
 if TYPE_CHECKING:
     from cockpit.config import Inventory
@@ -261,6 +262,12 @@ def sync_cmd(ctx: click.Context, recipe: str, cluster: str, source: str | None) 
     _exit(run_interruptible(_run(inventory, lambda c: sync_image(c, chosen, cluster, source))))
 
 
+NO_ANSWER = (
+    "switch not confirmed: no answer to 'Run this plan?' (stdin is not a terminal, or it ended); "
+    "nothing changed: pass --yes to run the plan without asking"
+)
+
+
 @click.command("switch")
 @click.option("--recipe", "-r", required=True)
 @click.option("--cluster", "-c", required=True)
@@ -292,7 +299,13 @@ def switch_cmd(
     timing = _timing(boot_timeout, stall_timeout, ready_watch)
 
     async def confirm(planned: ev.Planned) -> bool:
-        return yes or click.confirm("Run this plan?", default=False)
+        if yes:
+            return True
+        try:
+            with blocking_call():  # Ctrl-C (or SIGTERM, SIGHUP) at the prompt ends it at once
+                return click.confirm("Run this plan?", default=False)
+        except click.Abort:  # end of input: a pipe, /dev/null, CI; no answer will ever come
+            raise InputError(NO_ANSWER) from None
 
     _exit(
         run_interruptible(

@@ -10,6 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from cockpit.cli.guided import GuidedGroup
 from cockpit.sim.fleet import SimFleet, default_dir
 from cockpit.sim.fleet.layout import MAX_NODES
 from cockpit.sim.fleet.realdocker import RealDockerError
@@ -114,7 +115,7 @@ def _summary(fleet: SimFleet) -> Table:
     return table
 
 
-@click.group()
+@click.group(cls=GuidedGroup)
 def sim() -> None:
     """A simulated DGX Spark fleet on loopback SSH endpoints (for the demo and the tests)."""
 

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.live import Live
 
 from cockpit.config import Inventory, load_inventory
-from cockpit.errors import EXIT_FAILED, EXIT_OK
+from cockpit.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED
 from cockpit.ops.ownership import holder_check
 from cockpit.pids import pid_exists
 from cockpit.ssh.inventory import pool_for
@@ -73,6 +73,11 @@ async def _collect(
                 live.update(status_renderable(snapshot()), refresh=True)
 
 
+def _say_broken(inventory: Inventory) -> None:
+    for breakage in inventory.broken:
+        click.echo(f"error: {breakage}", err=True)
+
+
 @click.command()
 @click.option("--cluster", "-c", help="Only the nodes of this cluster.")
 @click.option("--watch", "-w", is_flag=True, help="Refresh live until Ctrl-C.")
@@ -82,27 +87,33 @@ def status(ctx: click.Context, cluster: str | None, watch: bool, fmt: str) -> No
     """Nodes: reachable, GPU, memory (unified-aware), containers by lane, recipe images.
 
     Exits 1 (one-shot mode) when a node is not healthy, a fact is still unknown, or a problem
-    (an orphaned lane, an image that is not the pinned one) is shown with its fix.
+    (an orphaned lane, an image that is not the pinned one) is shown with its fix; else 2 when a
+    cluster of the inventory is broken (the others' nodes are reported all the same).
     """
-    inventory = load_inventory((ctx.obj or {}).get("inventory"))
+    inventory = load_inventory((ctx.obj or {}).get("inventory"), partial=True)
     nodes = _nodes(inventory, cluster)
     recipes = [r for r in inventory.recipes.values() if not cluster or cluster in r.lane.clusters]
+    usable = inventory.clusters  # a broken cluster is left out: its recipes' other clusters stay
     placements = {
-        r.name: tuple((c, tuple(inventory.cluster(c).nodes)) for c in r.lane.clusters)
+        r.name: tuple((c, tuple(usable[c].nodes)) for c in r.lane.clusters if c in usable)
         for r in recipes
     }
     wanted = wanted_images(recipes, placements)
+    if watch:  # before the live view takes the screen
+        _say_broken(inventory)
     try:
         result = asyncio.run(_collect(inventory, nodes, wanted, watch, fmt))
     except KeyboardInterrupt:
         return
     if fmt == "json":
-        click.echo(json.dumps(status_json(result), indent=2))
+        broken = [str(b) for b in inventory.broken]
+        click.echo(json.dumps({**status_json(result), "broken": broken}, indent=2))
     else:
         console.print(status_renderable(result))
+    _say_broken(inventory)
     healthy = all(row.health is Health.OK for row in result.rows)
     healthy = healthy and result.complete and not result.problems
-    ctx.exit(EXIT_OK if healthy else EXIT_FAILED)
+    ctx.exit(EXIT_FAILED if not healthy else EXIT_REFUSED if inventory.broken else EXIT_OK)
 
 
 COMMANDS = [status]

@@ -11,14 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from cockpit.assets import asset_dir
-from cockpit.config.models import Cluster, ClustersFile, Node, Recipe, SshSettings
+from cockpit.config.clusters import Breakage, load_clusters
+from cockpit.config.models import Cluster, Node, Recipe, SshSettings
+from cockpit.config.problems import pydantic_problems
 from cockpit.config.rules import check_nul, check_recipe
-from cockpit.config.toml_source import TomlSource, read_toml
+from cockpit.config.toml_source import read_toml
 from cockpit.errors import InputError, Problem
-from cockpit.redact import REDACTED, is_secret_name, remember
+from cockpit.redact import is_secret_name, remember
 
 CLUSTERS_FILE = "clusters.toml"
 PROJECT_RECIPES = asset_dir("recipes")
@@ -39,6 +41,7 @@ class Inventory:
     container_model_cache: str
     compile_cache: str
     sources: dict[str, Path] = field(default_factory=dict)
+    broken: tuple[Breakage, ...] = ()  # clusters (and nodes) left out, when loaded `partial`
 
     def path(self, relative: str | None) -> Path | None:
         """A path from the inventory, relative to its folder (~ expanded)."""
@@ -57,6 +60,9 @@ class Inventory:
         try:
             return self.clusters[name]
         except KeyError:
+            broken = [b.problem for b in self.broken if name in b.clusters]
+            if broken:
+                raise InputError(f"cluster {name!r} is broken: {broken[0]}") from None
             raise InputError(_unknown("cluster", name, self.clusters)) from None
 
     def serve_port_of(self, cluster: Cluster) -> int:
@@ -100,93 +106,8 @@ def resolve_inventory_dir(explicit: Path | None) -> Path:
     return PROJECT_RECIPES
 
 
-def _allowed_keys(model: type[BaseModel], loc: tuple[str | int, ...]) -> list[str]:
-    """Field names of the model that holds the last element of loc."""
-    current: Any = model
-    for part in loc[:-1]:
-        if isinstance(part, int):
-            continue
-        fields = getattr(current, "model_fields", None)
-        if not fields or part not in fields:
-            return []
-        annotation = fields[part].annotation
-        args = getattr(annotation, "__args__", ())
-        candidates = [annotation, *args]
-        nested = [c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)]
-        if not nested:
-            return []
-        current = nested[0]
-    return list(getattr(current, "model_fields", {}))
-
-
-def pydantic_problems(
-    src: TomlSource, model: type[BaseModel], error: ValidationError
-) -> list[Problem]:
-    """One problem per pydantic error, with the line of the key and the allowed keys."""
-    problems = []
-    for item in error.errors():
-        loc = tuple(item["loc"])
-        secret = any(is_secret_name(str(part)) for part in loc)
-        got = REDACTED if secret else repr(item["input"])  # repr escapes control characters
-        if item["type"] == "extra_forbidden":
-            allowed = _allowed_keys(model, loc)
-            close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
-            hint = f"did you mean {close[0]!r}?" if close else f"allowed: {', '.join(allowed)}"
-            message = f"unknown key {loc[-1]!r} ({hint})"
-        elif item["type"] == "missing":
-            message = "required key is missing"
-        elif item["type"] == "value_error":
-            message = f"{item['ctx']['error']} (got {got})"
-        elif item["type"] == "string_pattern_mismatch":
-            message = f"{got} is not allowed here (must match {item['ctx']['pattern']})"
-        else:
-            message = f"{item['msg']} (got {got})"
-        problems.append(src.problem(loc, message))
-    return problems
-
-
-def _named(data: dict[str, Any], section: str) -> dict[str, Any]:
-    """Fill each entry's `name` from its table key (`[nodes.dgx1]` is node dgx1)."""
-    entries = data.get(section)
-    if not isinstance(entries, dict):
-        return data
-    named = {k: {**v, "name": k} if isinstance(v, dict) else v for k, v in entries.items()}
-    return {**data, section: named}
-
-
-def _load_clusters(root: Path) -> tuple[ClustersFile | None, TomlSource | None, list[Problem]]:
-    path = root / CLUSTERS_FILE
-    if not path.is_file():
-        return (
-            None,
-            None,
-            [Problem(str(path), None, "", "missing: the inventory needs clusters.toml")],
-        )
-    try:
-        src = read_toml(path)
-    except InputError as exc:
-        return None, None, exc.problems
-    if nul := check_nul(src):
-        return None, src, nul
-    data = _named(_named(src.data, "nodes"), "clusters")
-    try:
-        parsed = ClustersFile.model_validate(data)
-    except ValidationError as exc:
-        return None, src, pydantic_problems(src, ClustersFile, exc)
-    problems = [
-        src.problem(
-            ("clusters", cname, "nodes"),
-            f"unknown node {node!r} (known: {', '.join(parsed.nodes)})",
-        )
-        for cname, cluster in parsed.clusters.items()
-        for node in cluster.nodes
-        if node not in parsed.nodes
-    ]
-    return parsed, src, problems
-
-
 def _load_recipe(
-    path: Path, clusters: dict[str, Cluster] | None
+    path: Path, clusters: dict[str, Cluster] | None, broken: frozenset[str]
 ) -> tuple[Recipe | None, list[Problem]]:
     try:
         src = read_toml(path)
@@ -198,7 +119,7 @@ def _load_recipe(
         recipe = Recipe.model_validate(src.data)
     except ValidationError as exc:
         return None, pydantic_problems(src, Recipe, exc)
-    problems = check_recipe(recipe, src, clusters)
+    problems = check_recipe(recipe, src, clusters, broken)
     if recipe.lane.name != path.stem:
         problems.append(
             src.problem(
@@ -224,17 +145,20 @@ def secret_values(recipes: Iterable[Recipe], clusters: Iterable[Cluster]) -> lis
 
 
 def check_inventory(root: Path) -> tuple[Inventory | None, list[Problem]]:
-    """Load and validate every file; return what loaded and every problem found."""
+    """Load and validate every file; return what loaded and every problem found (a broken
+    cluster's too: the inventory leaves it out and lists it in `broken`)."""
     if not root.is_dir():
         return None, [Problem(str(root), None, "", "inventory folder does not exist")]
-    clusters_file, _, problems = _load_clusters(root)
+    loaded = load_clusters(root / CLUSTERS_FILE)
+    clusters_file = loaded.parsed
+    problems = [*loaded.problems, *(b.problem for b in loaded.broken)]
     clusters = clusters_file.clusters if clusters_file else None
     recipes: dict[str, Recipe] = {}
     sources: dict[str, Path] = {}
     for path in sorted(root.glob("*.toml")):
         if path.name == CLUSTERS_FILE:
             continue
-        recipe, recipe_problems = _load_recipe(path, clusters)
+        recipe, recipe_problems = _load_recipe(path, clusters, loaded.broken_clusters)
         problems.extend(recipe_problems)
         if recipe is not None:
             recipes[recipe.name] = recipe
@@ -261,13 +185,20 @@ def check_inventory(root: Path) -> tuple[Inventory | None, list[Problem]]:
         container_model_cache=defaults.container_model_cache,
         compile_cache=defaults.compile_cache,
         sources=sources,
+        broken=tuple(loaded.broken),
     )
     return inventory, problems
 
 
-def load_inventory(root: Path | None = None) -> Inventory:
-    """The inventory, or an InputError listing every problem (exit code 2)."""
+def load_inventory(root: Path | None = None, *, partial: bool = False) -> Inventory:
+    """The inventory, or an InputError listing every problem (exit code 2).
+
+    `partial`: a problem inside one cluster's (or node's) table leaves that cluster out (listed
+    in `broken`) instead of refusing the fleet; for commands that only look (`status`)."""
     inventory, problems = check_inventory(resolve_inventory_dir(root))
+    if partial and inventory is not None:
+        inside = {b.problem for b in inventory.broken}
+        problems = [p for p in problems if p not in inside]
     if problems or inventory is None:
         raise InputError(problems)
     return inventory

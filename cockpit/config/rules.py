@@ -34,8 +34,11 @@ RENDERED_FLAGS = frozenset(
 )
 
 
-def check_nul(src: TomlSource) -> list[Problem]:
-    """A NUL in any string: no command line or env file can carry one (exec cuts the word)."""
+def check_nul(
+    src: TomlSource, value: object = None, at: tuple[str | int, ...] = ()
+) -> list[Problem]:
+    """A NUL in any string (of the file, or of `value` standing at `at` in it): no command line
+    or env file can carry one (exec cuts the word)."""
 
     def walk(value: object, loc: tuple[str | int, ...]) -> Iterator[Problem]:
         if isinstance(value, str) and "\x00" in value:
@@ -47,7 +50,7 @@ def check_nul(src: TomlSource) -> list[Problem]:
             for index, item in enumerate(value):
                 yield from walk(item, (*loc, index))
 
-    return list(walk(src.data, ()))
+    return list(walk(src.data if value is None else value, at))
 
 
 def valid_tp_sizes(heads: int, kv_heads: int, limit: int = 64) -> list[int]:
@@ -69,9 +72,13 @@ def check_tensor_parallel(recipe: Recipe, src: TomlSource) -> Iterator[Problem]:
 
 
 def check_clusters(
-    recipe: Recipe, src: TomlSource, clusters: dict[str, Cluster]
+    recipe: Recipe, src: TomlSource, clusters: dict[str, Cluster], broken: frozenset[str]
 ) -> Iterator[Problem]:
+    """Every cluster the lane names exists and has its node count; a cluster of clusters.toml
+    that is broken is not blamed on the recipe (its own problem says why)."""
     for index, name in enumerate(recipe.lane.clusters):
+        if name in broken:
+            continue
         cluster = clusters.get(name)
         if cluster is None:
             known = ", ".join(sorted(clusters)) or "none"
@@ -174,13 +181,16 @@ def check_model_len(recipe: Recipe, src: TomlSource) -> Iterator[Problem]:
 
 
 def check_recipe(
-    recipe: Recipe, src: TomlSource, clusters: dict[str, Cluster] | None
+    recipe: Recipe,
+    src: TomlSource,
+    clusters: dict[str, Cluster] | None,
+    broken: frozenset[str] = frozenset(),
 ) -> list[Problem]:
     """Every cross-field rule for one recipe, all problems at once (`clusters` None: the
     clusters file did not load, its own problem says why; no recipe is blamed for it)."""
     return [
         *check_tensor_parallel(recipe, src),
-        *(check_clusters(recipe, src, clusters) if clusters is not None else ()),
+        *(check_clusters(recipe, src, clusters, broken) if clusters is not None else ()),
         *check_exclusive_flags(recipe, src),
         *check_env(recipe, src),
         *check_image(recipe, src),

@@ -12,7 +12,8 @@ import asyncio
 import os
 import signal
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from cockpit.errors import CockpitError
@@ -98,3 +99,25 @@ def run_interruptible(main: Coroutine[Any, Any, T]) -> T:
             undo()
 
     return asyncio.run(runner())
+
+
+@contextmanager
+def blocking_call() -> Iterator[None]:
+    """Around a blocking call on the loop's thread (a confirmation prompt): a signal raises
+    Interrupted inside the call at once. The loop's handlers would run only once it returned, so
+    Ctrl-C at `Run this plan?` did nothing until the operator typed an answer."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, _frame: object) -> None:
+        raise Interrupted(signum)
+
+    wakeup = signal.set_wakeup_fd(-1)  # else the loop would see the signal again afterwards
+    previous = {sig: signal.signal(sig, stop) for sig in SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        signal.set_wakeup_fd(wakeup)

@@ -11,13 +11,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cockpit.bench import artifacts
+from cockpit.bench.likeness import WARM, Likeness
 from cockpit.bench.models import PointSpec
 from cockpit.ops.context import OpContext
 from cockpit.ops.events import OpEvent, Planned
-from cockpit.plan import plan_lane
+from cockpit.plan import LanePlan, plan_lane
 from cockpit.tui.operations import LaneTarget
 
 if TYPE_CHECKING:
+    from cockpit.config import Inventory
     from cockpit.ops.switch import Served
 
 BENCH_RUNS = 1  # the TUI's sweep: every depth at c1 and c2, one run each (the CLI does more)
@@ -132,19 +134,35 @@ class FleetOperations:
                 yield event
 
 
+def bench_likeness(plan: LanePlan) -> Likeness:
+    """What the TUI's bench measures on a lane (the built-in driver's warm sweep): its baseline
+    must have measured the same, not a cold or llama-benchy run of the CLI."""
+    return Likeness(
+        plan.recipe.name,
+        plan.cluster.name,
+        plan.recipe_hash,
+        plan.recipe.serve.served_model_name,
+        WARM,
+        "builtin",
+    )
+
+
 def report_baselines(
-    reports_dir: Path, lanes: list[tuple[str, str]]
+    reports_dir: Path, inventory: Inventory
 ) -> dict[str, dict[tuple[int, int], float]]:
-    """Per lane, tg tokens/s by (depth, concurrency) from its newest report (the Bench baseline)."""
+    """Per lane, tg tokens/s by (depth, concurrency) from its newest report of what the TUI's
+    bench measures (the Bench pane's baseline)."""
     out: dict[str, dict[tuple[int, int], float]] = {}
-    for lane, cluster in lanes:
-        if lane in out:  # the first of its clusters with a report gave the baseline
-            continue
-        path = artifacts.baseline_for(reports_dir, lane, cluster)
-        if path is None:
-            continue
-        report = artifacts.load_report(path)
-        out[lane] = {
-            (p.spec.depth, p.spec.concurrency): p.tg for p in report.points if p.tg is not None
-        }
+    for recipe in inventory.recipes.values():
+        for cluster in recipe.lane.clusters:  # the first of its clusters with a report gives it
+            plan = plan_lane(inventory, recipe, inventory.cluster(cluster))
+            path = artifacts.baseline_for(reports_dir, bench_likeness(plan))
+            if path is not None:
+                report = artifacts.load_report(path)
+                out[recipe.name] = {
+                    (p.spec.depth, p.spec.concurrency): p.tg
+                    for p in report.points
+                    if p.tg is not None
+                }
+                break
     return out

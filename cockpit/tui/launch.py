@@ -70,7 +70,6 @@ async def fleet_app(
         from cockpit.tui.app import CockpitApp
         from cockpit.tui.fleet_ops import FleetOperations, report_baselines
 
-        lanes = [(r.name, c) for r in inventory.recipes.values() for c in r.lane.clusters]
         operations = FleetOperations(OpContext(inventory, pool), reports_dir, tokenizer_dir)
         yield CockpitApp(
             inventory,
@@ -78,7 +77,7 @@ async def fleet_app(
             operations=None if readonly else operations,
             settings=settings,
             readonly=readonly,
-            baselines=report_baselines(reports_dir, lanes),
+            baselines=report_baselines(reports_dir, inventory),
             persist_theme=persist_theme,
             demo=demo,
         )

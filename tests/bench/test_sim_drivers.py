@@ -28,6 +28,7 @@ from cockpit.sim.fleet import SimFleet
 from cockpit.ssh.inventory import pool_for
 from tests.bench.conftest import FLASH_SPEED
 from tests.bench.sim_engine import SMALL, SPEEDS, running_engine
+from tests.cli_runner import run_cockpit
 
 LANE = "mimo26-flash-mopd-4x-sparkring"
 COMPARE_POINTS = default_points(depths=(0, 8192), tg=64)
@@ -73,7 +74,8 @@ async def _benchy_vs_builtin(lane: str, reports: Path) -> tuple[Path, Path, list
         )
     )
     a, b = artifacts.load_report(ours), artifacts.load_report(theirs)
-    assert b.environment.driver.startswith("llama-benchy") and b.baseline == ours.name
+    assert b.environment.driver.startswith("llama-benchy")
+    assert b.baseline == ""  # another driver's report is no baseline (issue 15)
     assert len(b.points) == len(COMPARE_POINTS) and all(p.inference for p in b.points)
     misses = []
     for row in rep.compare(a, b):
@@ -98,8 +100,8 @@ async def test_llama_benchy_gives_the_same_table(compare_lane: str, tmp_path: Pa
     a, b = artifacts.load_report(ours), artifacts.load_report(theirs)
     text = rep.render_comparison(a, b, ours.name, theirs.name)
     print(text)
-    assert "Δ tg" in text and "%" in text and "REGRESSION" not in text
-    assert "Δ c1" in Path(theirs.with_suffix(".md")).read_text()  # deltas against the baseline
+    assert "Δ tg" in text and "%" in text and "0 point(s) lower by over 5%" in text
+    assert "NOT LIKE WITH LIKE: driver builtin vs llama-benchy" in text  # said, not refused
 
 
 def _cockpit(*args: str | Path) -> Result:
@@ -143,6 +145,16 @@ def test_cli_bench_then_report_show_and_compare(flash_lane: str, tmp_path: Path)
     assert shown.exit_code == 0 and "## Depth" in shown.output and "Δ c1" in shown.output
     compared = _cockpit("report", "compare", a, b)
     assert compared.exit_code == 0 and "| d0 | c1 |" in compared.output
+    # a cold run takes no warm report as its baseline, and compare refuses the pair (issue 15)
+    cold = _cockpit(*args("cli-cold"), "--cold")
+    assert cold.exit_code == 0, cold.output
+    [c] = tmp_path.glob("*_cli-cold.json")
+    assert (
+        artifacts.load_report(c).baseline == "" and "Δ c1" not in c.with_suffix(".md").read_text()
+    )
+    refused = run_cockpit("report", "compare", b, c)
+    assert refused.returncode == 2
+    assert "not comparable: warm prefix vs cold" in refused.stderr
 
 
 async def test_probe_sees_the_engine_flush_on_time(flash_lane: str) -> None:

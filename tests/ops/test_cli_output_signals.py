@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from cockpit.ops.events import (
     StepFinished,
     StepStarted,
 )
+from cockpit.ops.interrupt import Interrupted, blocking_call, run_interruptible
 from cockpit.sim.fleet import SimFleet
 from tests.ops.conftest import QWEN, containers
 
@@ -111,6 +113,21 @@ def test_a_second_signal_aborts_at_once(tmp_path: Path) -> None:
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=10)
     assert proc.returncode == -signal.SIGTERM and time.monotonic() - started < 5
+
+
+def test_a_signal_ends_a_blocking_prompt_at_once() -> None:
+    """Ctrl-C at `switch`'s `Run this plan?` did nothing until an answer was typed: the loop's
+    handlers only run between its steps, and the prompt blocks the loop."""
+
+    async def prompt() -> None:
+        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        with blocking_call():
+            time.sleep(10)  # as input() blocks
+
+    started = time.monotonic()
+    with pytest.raises(Interrupted) as stopped:
+        run_interruptible(prompt())
+    assert stopped.value.exit_code == 128 + signal.SIGTERM and time.monotonic() - started < 5
 
 
 def _cockpit(fleet: SimFleet, state: Path, *args: str) -> subprocess.Popen[str]:

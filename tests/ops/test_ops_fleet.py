@@ -15,6 +15,7 @@ from subprocess import CompletedProcess
 
 import httpx
 
+from cockpit.cli.ops_cmds import NO_ANSWER
 from cockpit.ops.events import (
     Notice,
     OpEvent,
@@ -257,6 +258,17 @@ def test_cli_exit_codes_launch_switch_unconfirmed_stop(fleet: SimFleet, state_di
     assert "stop qwen3-0.6b-2x on dgx1, dgx2" in declined.stdout
     down = cockpit_cli(fleet, state_dir, "stop", "--lane", QWEN)
     assert down.returncode == 0 and "stopped qwen3-0.6b-2x" in down.stdout
+
+
+def test_cli_switch_with_no_answer_is_refused_naming_the_fix(
+    fleet: SimFleet, state_dir: Path
+) -> None:
+    """Issue 15: without a terminal `switch` exited 1, the code of a failure on the nodes."""
+    unanswered = cockpit_cli(fleet, state_dir, "switch", "-r", QWEN, "-c", "2nodes-dac")
+    assert unanswered.returncode == 2, unanswered.stdout + unanswered.stderr
+    assert unanswered.stderr.splitlines() == [f"error: {NO_ANSWER}"]
+    assert "pass --yes" in NO_ANSWER and f"launch {QWEN} on 2nodes-dac" in unanswered.stdout
+    assert containers(fleet, "dgx1") == [] and containers(fleet, "dgx2") == []
 
 
 async def test_a_stale_lock_is_broken_and_said_so(cockpit: Cockpit) -> None:

@@ -47,6 +47,11 @@ def test_sim_up_writes_inventory_and_down_leaves_nothing(tmp_path: Path) -> None
         assert fleet.registry_up
         stop = run_cockpit("sim", "stop-node", "dgx2", "--dir", root)
         assert stop.returncode == 0
+        # refusals exit 2 (1 is a fleet that failed): an unknown node, a second fleet there
+        unknown = run_cockpit("sim", "stop-node", "dgx9", "--dir", root)
+        assert unknown.returncode == 2 and "unknown node 'dgx9'" in unknown.stderr
+        again = run_cockpit("sim", "up", "--nodes", "3", "--dir", root)
+        assert again.returncode == 2 and "already runs" in again.stderr
         with socket.socket() as probe:
             assert probe.connect_ex((fleet.nodes[1].host, fleet.port)) != 0
         pid = fleet.pid()
@@ -57,6 +62,14 @@ def test_sim_up_writes_inventory_and_down_leaves_nothing(tmp_path: Path) -> None
     assert fleet.leftover_processes() == []
     with socket.socket() as probe:
         assert probe.connect_ex((fleet.nodes[0].host, fleet.port)) != 0
+
+
+def test_no_fleet_in_the_folder_is_refused_with_the_command_that_makes_one(tmp_path: Path) -> None:
+    status = run_cockpit("sim", "status", "--dir", tmp_path)
+    assert status.returncode == 2
+    assert status.stderr.splitlines() == [
+        f"error: no simulated fleet in {tmp_path} (run `cockpit sim up --dir {tmp_path}`)"
+    ]
 
 
 def test_sim_down_returns_once_everything_is_gone(tmp_path: Path) -> None:

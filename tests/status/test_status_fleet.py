@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -31,6 +33,40 @@ def test_cli_shows_every_node_healthy_with_its_images(sim_fleet: SimFleet) -> No
     assert {round(n["memory"]["total_mib"] / 1024, 1) for n in nodes.values()} == {119.7}
     spark = next(i for i in status["images"] if "sparkring" in i["ref"])
     assert spark["presence"] == {f"dgx{i}": "digest" if i > 4 else "absent" for i in range(1, 9)}
+
+
+def test_one_broken_cluster_leaves_the_fleets_status_usable(
+    sim_fleet: SimFleet, tmp_path: Path
+) -> None:
+    """Issue 15: one typo in clusters.toml made `status` refuse the whole fleet (rc 2) with 7
+    errors; now that cluster is marked broken, once, and every node is still reported."""
+    inventory = tmp_path / "inventory"  # the fleet's own files (its nodes' folders stay)
+    inventory.mkdir()
+    for path in sim_fleet.inventory_dir.iterdir():
+        if path.is_file():
+            shutil.copy2(path, inventory)
+    clusters = inventory / "clusters.toml"
+    text = clusters.read_text()
+    clusters.write_text(text.replace('fabric = "direct-pair"', 'fabirc = "direct-pair"', 1))
+    line = next(n for n, t in enumerate(clusters.read_text().splitlines(), 1) if "fabirc" in t)
+    problem = (
+        f"{clusters}:{line}: clusters.2nodes-dac.fabirc: unknown key 'fabirc' "
+        "(did you mean 'fabric'?)"
+    )
+    done = run_cockpit("--inventory", inventory, "status", "--format", "json")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [f"error: cluster 2nodes-dac: broken: {problem}"]
+    status = json.loads(done.stdout)
+    assert [n["node"] for n in status["nodes"]] == [f"dgx{i}" for i in range(1, 9)]
+    assert {n["health"] for n in status["nodes"]} == {"ok"}
+    assert status["broken"] == [f"cluster 2nodes-dac: broken: {problem}"]
+    checked = run_cockpit("--inventory", inventory, "validate")  # still every error, exit 2
+    assert checked.returncode == 2 and checked.stderr.splitlines()[0] == f"error: {problem}"
+    refused = run_cockpit("--inventory", inventory, "status", "--cluster", "2nodes-dac")
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines() == [f"error: cluster '2nodes-dac' is broken: {problem}"]
+    launch = run_cockpit("--inventory", inventory, "launch", "-r", "x", "-c", "2nodes-dac")
+    assert launch.returncode == 2 and launch.stderr.splitlines() == [f"error: {problem}"]
 
 
 def test_cli_table_names_the_unreachable_node(fleet_factory: Callable[..., SimFleet]) -> None:

@@ -22,7 +22,7 @@ from types import TracebackType
 import platformdirs
 
 from cockpit.assets import asset_dir
-from cockpit.errors import CockpitError
+from cockpit.errors import EXIT_REFUSED, CockpitError
 from cockpit.pids import pid_exists
 from cockpit.sim.fleet.cleanup import fleet_processes, holder_processes, kill_fleet_processes
 from cockpit.sim.fleet.docker_fleet import DockerFleet
@@ -42,6 +42,13 @@ PROJECT_RECIPES = asset_dir("recipes")
 
 class FleetError(CockpitError):
     """The simulated fleet could not be started, reached or stopped."""
+
+
+class FleetRefusal(FleetError):
+    """A request the fleet as it stands cannot take (no fleet there, an unknown node): exit 2,
+    as every refusal; 1 stays for a fleet that failed."""
+
+    exit_code = EXIT_REFUSED
 
 
 def default_dir() -> Path:
@@ -101,7 +108,7 @@ class SimFleet:
         """The fleet already provisioned in `root` (e.g. by `cockpit sim up`)."""
         layout = FleetLayout(Path(root).resolve())
         if not layout.config.is_file():
-            raise FleetError(f"no simulated fleet in {root} (run `cockpit sim up --dir {root}`)")
+            raise FleetRefusal(f"no simulated fleet in {root} (run `cockpit sim up --dir {root}`)")
         fleet = cls(layout.root)
         fleet.config = FleetConfig.load(layout.config)
         return fleet
@@ -179,7 +186,7 @@ class SimFleet:
         (default timeout: 60 s, 180 s with real Docker: daemons, registry, image builds)."""
         timeout = timeout or (180.0 if self.config.docker == "real" else 60.0)
         if self.pid() is not None:
-            raise FleetError(f"a simulated fleet already runs in {self.root} (pid {self.pid()})")
+            raise FleetRefusal(f"a simulated fleet already runs in {self.root} (pid {self.pid()})")
         self.layout.root.mkdir(parents=True, exist_ok=True)
         for stale in ("status.json", "control.json", "fleet.json", "registry.down"):
             (self.layout.root / stale).unlink(missing_ok=True)
@@ -275,13 +282,13 @@ class SimFleet:
 
     def _check(self, name: str) -> None:
         if name not in self.names:
-            raise FleetError(f"unknown node {name!r} (fleet has {', '.join(self.names)})")
+            raise FleetRefusal(f"unknown node {name!r} (fleet has {', '.join(self.names)})")
 
     def _set_stopped(self, name: str, stopped: bool, timeout: float) -> None:
         self._check(name)
         pid = self.pid()
         if pid is None:
-            raise FleetError(f"no simulated fleet runs in {self.root}")
+            raise FleetRefusal(f"no simulated fleet runs in {self.root}")
         wanted = self.layout.stopped_nodes()
         wanted = wanted | {name} if stopped else wanted - {name}
         generation = int(self.status().get("generation", 0)) + 1  # type: ignore[call-overload]
@@ -337,7 +344,7 @@ class SimFleet:
         model = self.node_dir(node) / "hf-cache" / "hub" / ("models--" + repo.replace("/", "--"))
         snapshots = sorted((model / "snapshots").glob("*"))
         if not snapshots:
-            raise FleetError(f"{node} has no snapshot of {repo}")
+            raise FleetRefusal(f"{node} has no snapshot of {repo}")
         return snapshots[0]
 
     def corrupt_snapshot(self, node: str, repo: str) -> Path:
@@ -363,7 +370,7 @@ class SimFleet:
                 None,
             )  # fmt: skip
             if image is None:
-                raise FleetError(f"{node} holds no image by digest{f' of {repo}' * bool(repo)}")
+                raise FleetRefusal(f"{node} holds no image by digest{f' of {repo}' * bool(repo)}")
             wrong = "sha256:" + hashlib.sha256(f"corrupt:{image['Id']}".encode()).hexdigest()
             image["Id"] = wrong
             state.write("images.json", images)
