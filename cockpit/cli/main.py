@@ -25,6 +25,7 @@ COMMAND_MODULES = {
     "lanes": "inventory_cmds",
     "validate": "inventory_cmds",
     "render": "inventory_cmds",
+    "fit": "fit_cmd",
     "status": "status_cmd",
     "sim": "sim_cmds",
     "demo": "sim_cmds",

@@ -62,8 +62,10 @@ class EventPrinter:
 
     def show(self, event: ev.OpEvent) -> None:
         match event:
-            case ev.Planned(summary=summary):
+            case ev.Planned(summary=summary, memory=memory):
                 self.out.print(f"[bold]{escape(event.op)}[/bold]: {escape(summary)}")
+                if memory:
+                    self.out.print(f"  {escape(memory)}")
             case ev.StepStarted(step=step, node=node) if not step.startswith("boot/"):
                 self._bar(step, node)
             case ev.StepStarted(step=step, node=node):
@@ -135,8 +137,10 @@ class PlainPrinter:
 
     def show(self, event: ev.OpEvent) -> None:
         match event:
-            case ev.Planned(summary=summary):
+            case ev.Planned(summary=summary, memory=memory):
                 self.write(f"{event.op}: {summary}")
+                if memory:
+                    self.write(f"  {memory}")
             case ev.StepStarted(step=step, node=node) if step.startswith("boot/"):
                 self._line(node, f"boot: {step.removeprefix('boot/')}")
             case ev.StepStarted(step=step, node=node):

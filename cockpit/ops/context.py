@@ -48,8 +48,8 @@ class Emit:
     def _kw(self) -> dict[str, str]:
         return {"op": self.op, "lane": self.lane, "cluster": self.cluster}
 
-    def planned(self, steps: tuple[str, ...], summary: str) -> Planned:
-        return Planned(steps=steps, summary=summary, **self._kw())
+    def planned(self, steps: tuple[str, ...], summary: str, memory: str = "") -> Planned:
+        return Planned(steps=steps, summary=summary, memory=memory, **self._kw())
 
     def started(self, step: str, node: str | None = None) -> StepStarted:
         return StepStarted(step=step, node=node, **self._kw())

@@ -73,6 +73,7 @@ class Planned(OpEvent):
 
     steps: tuple[str, ...]
     summary: str = ""
+    memory: str = ""  # a launch's memory fit per rank, as read on its nodes ("": not read)
 
 
 @dataclass(frozen=True, kw_only=True)

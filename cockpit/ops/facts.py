@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Self
 
-from cockpit.config.models import Recipe
+from cockpit.config import Inventory
+from cockpit.config.models import Cluster, Recipe
 from cockpit.ssh import SshError, SshPool
 from cockpit.telemetry.docker_out import (
     ContainerRow,
@@ -28,7 +31,20 @@ CONFIG_FILE = "config.json"
 INDEX_FILE = "model.safetensors.index.json"
 FACTS_TIMEOUT_S = 20.0
 
-_FACTS_SCRIPT = """\
+_MODEL_SCRIPT = """\
+echo @@config
+head -c 262144 -- "$snap/config.json" 2>/dev/null; echo
+echo @@weights
+if [ -e "$snap/model.safetensors.index.json" ]; then
+  grep -o '"total_size"[[:space:]]*:[[:space:]]*[0-9]*' -- "$snap/model.safetensors.index.json" \\
+    2>/dev/null | head -n 1
+else stat -L -c 'file %s' -- "$snap"/*.safetensors 2>/dev/null; fi
+"""
+"""What the memory fit reads in the snapshot: config.json (the KV's layers, heads and head
+sizes) and the weights' bytes (the index's total_size; a model without an index: the sizes of
+its safetensors files)."""
+
+_NODE_SCRIPT = """\
 snap=$1
 echo @@images
 ids=$(docker image ls -q --no-trunc 2>/dev/null | sort -u)
@@ -41,8 +57,9 @@ echo @@listen; ss -Hltn 2>/dev/null
 echo @@gpu
 nvidia-smi --query-compute-apps=pid,process_name,used_gpu_memory --format=csv,noheader,nounits \
   2>/dev/null
-echo @@end
 """
+_FACTS_SCRIPT = _NODE_SCRIPT + _MODEL_SCRIPT + "echo @@end\n"
+_MODEL_FILES_SCRIPT = "snap=$1\n" + _MODEL_SCRIPT + "echo @@end\n"
 
 
 @dataclass(frozen=True)
@@ -62,6 +79,8 @@ class NodeFacts:
     index_sha256: str | None = None
     listening: tuple[tuple[str, int], ...] = ()  # (local address, port) of listening TCP sockets
     gpu_apps: tuple[ComputeApp, ...] = ()
+    model_config: str = ""  # the snapshot's config.json as the node has it ("" when absent)
+    weights_bytes: int | None = None  # the snapshot's weights (None when unreadable)
     complete: bool = True  # False when the script's output was cut short
 
     @property
@@ -85,6 +104,12 @@ def facts_command(recipe: Recipe, model_cache: str) -> list[str]:
     """The argv that prints a node's facts for this recipe (values passed as arguments)."""
     snapshot = recipe.model.snapshot_path(model_cache)
     return ["bash", "-c", _FACTS_SCRIPT, "cockpit-facts", snapshot]
+
+
+def model_files_command(recipe: Recipe, model_cache: str) -> list[str]:
+    """The argv that prints only what the memory fit reads (before a plan is shown)."""
+    snapshot = recipe.model.snapshot_path(model_cache)
+    return ["bash", "-c", _MODEL_FILES_SCRIPT, "cockpit-model", snapshot]
 
 
 def _sections(text: str) -> dict[str, str]:
@@ -138,6 +163,16 @@ def _sha_of(text: str, name: str) -> str | None:
     return None
 
 
+def parse_weights(text: str) -> int | None:
+    """The weights' bytes from the model section: the index's total_size, else the sum of the
+    safetensors files' sizes; None when neither is there."""
+    total = re.search(r'"total_size"\s*:\s*(\d+)', text)
+    if total:
+        return int(total.group(1))
+    sizes = [int(size) for size in re.findall(r"^file (\d+)$", text, re.MULTILINE)]
+    return sum(sizes) if sizes else None
+
+
 def same_id(got: str, pin: str) -> bool:
     """An image id against a recipe's pin (which may be a prefix, with or without `sha256:`)."""
     return got.removeprefix("sha256:").startswith(pin.removeprefix("sha256:"))
@@ -174,6 +209,8 @@ def parse_facts(node: str, text: str, ref: str, image_id: str) -> NodeFacts:
         index_sha256=_sha_of(snapshot, INDEX_FILE),
         listening=parse_listening(sections.get("listen", "")),
         gpu_apps=tuple(parse_compute_apps(sections.get("gpu", ""))),
+        model_config=sections.get("config", "").strip(),
+        weights_bytes=parse_weights(sections.get("weights", "")),
         complete="end" in sections,
     )
 
@@ -188,12 +225,24 @@ class FactsCollector:
     timeout: float = FACTS_TIMEOUT_S
     node_caches: Mapping[str, str] = field(default_factory=dict)  # a node's own model cache
 
+    @classmethod
+    def of(cls, pool: SshPool, inventory: Inventory, recipe: Recipe, cluster: Cluster) -> Self:
+        """The collector of `recipe`'s facts on `cluster`'s nodes (each with its model cache)."""
+        caches = inventory.model_caches(cluster)
+        return cls(pool, recipe, inventory.model_cache_of(cluster), node_caches=caches)
+
     async def collect(self, nodes: Iterable[str]) -> dict[str, NodeFacts]:
         names = list(dict.fromkeys(nodes))
-        argvs = {n: facts_command(self.recipe, self.node_caches.get(n, self.model_cache))
-                 for n in names}  # fmt: skip
+        argvs = {n: facts_command(self.recipe, self.cache_of(n)) for n in names}
         results = await asyncio.gather(*(self._one(n, argvs[n]) for n in names))
         return dict(zip(names, results, strict=True))
+
+    async def model_files(self, node: str) -> NodeFacts:
+        """`node`'s answers to the model section alone (config.json, the weights' bytes)."""
+        return await self._one(node, model_files_command(self.recipe, self.cache_of(node)))
+
+    def cache_of(self, node: str) -> str:
+        return self.node_caches.get(node, self.model_cache)
 
     async def _one(self, node: str, argv: list[str]) -> NodeFacts:
         try:

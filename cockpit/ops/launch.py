@@ -26,7 +26,7 @@ from cockpit.ops.ownership import (
     remove_markers_command,
     write_marker_command,
 )
-from cockpit.ops.preflight import preflight
+from cockpit.ops.preflight import lane_fit, preflight
 from cockpit.ops.ranks import RankView, blame, docker_time, last_progress, stalled
 from cockpit.ops.readiness import base_url, health, probe
 from cockpit.ops.sync import survey, sync_core
@@ -305,16 +305,16 @@ async def launch_core(
 ) -> AsyncIterator[OpEvent]:
     """Preflight → sync (if asked and needed) → start → boot → ready; the caller holds locks."""
     recipe, cluster = plan.recipe, plan.cluster
-    collector = FactsCollector(
-        ctx.pool, recipe, ctx.inventory.model_cache_of(cluster),
-        node_caches=ctx.inventory.model_caches(cluster),
-    )  # fmt: skip
+    collector = FactsCollector.of(ctx.pool, ctx.inventory, recipe, cluster)
     yield emit.started("preflight")
     facts = await collector.collect(cluster.nodes)
+    yield emit.info(lane_fit(plan, facts).line())
     master_port = ctx.inventory.master_port_of(cluster)
+    source = ctx.inventory.sources.get(recipe.name)
+    recipe_file = str(source) if source else None
     failures = preflight(
         plan, facts, production_clusters=ctx.production_clusters, will_sync=sync_image,
-        master_port=master_port,
+        master_port=master_port, recipe_file=recipe_file,
     )  # fmt: skip
     if not failures and any(f.reachable and not f.holds_pinned for f in facts.values()):
         yield emit.finished("preflight", detail="image missing on some nodes: syncing first")
@@ -334,8 +334,9 @@ async def launch_core(
         yield emit.started("preflight")
         facts = await collector.collect(cluster.nodes)
         failures = preflight(
-            plan, facts, production_clusters=ctx.production_clusters, master_port=master_port
-        )
+            plan, facts, production_clusters=ctx.production_clusters, master_port=master_port,
+            recipe_file=recipe_file,
+        )  # fmt: skip
     if failures:
         for failure in failures:
             yield emit.notice(str(failure), ",".join(failure.nodes) or None, error=True)
@@ -437,6 +438,14 @@ def with_resolved_image(plan: LanePlan, refs: set[str]) -> LanePlan:
     return replace(plan, ranks=ranks)
 
 
+async def _memory_line(ctx: OpContext, plan: LanePlan) -> str:
+    """The memory fit for the plan, from the head's snapshot (read only: the plan may be
+    declined); preflight reads every node again under the locks."""
+    head = plan.ranks[0].node
+    collector = FactsCollector.of(ctx.pool, ctx.inventory, plan.recipe, plan.cluster)
+    return lane_fit(plan, {head: await collector.model_files(head)}).line()
+
+
 def dry_run_events(emit: Emit, plan: LanePlan) -> list[OpEvent]:
     return [
         emit.info(f"rank {r.rank} on {r.node}: {r.display()}", r.node) for r in plan.launch_order
@@ -467,10 +476,12 @@ async def launch(
     steps = ("lock", "preflight", *(("sync",) if sync_image else ()), "start", "boot", "ready",
              "watch")  # fmt: skip
     nodes = [r.node for r in plan.launch_order]
+    memory = "" if dry_run else await _memory_line(ctx, plan)
     yield emit.planned(
         steps,
         f"{recipe.name} on {cluster_name}: start {', '.join(nodes)} (head last), "
         f"serve at {plan.endpoint}",
+        memory,
     )
     if dry_run:
         for event in dry_run_events(emit, plan):

@@ -5,11 +5,13 @@ Pure: the facts were gathered before (see `cockpit.ops.facts`); nothing here tou
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from cockpit.ops.facts import NodeFacts, lanes_running, port_taken
 from cockpit.plan import LanePlan
+from cockpit.plan.memory_fit import FitError, FitUnknown, MemoryFit, estimate
 
 
 @dataclass(frozen=True)
@@ -215,6 +217,50 @@ def check_gpus(facts: Mapping[str, NodeFacts]) -> list[CheckFailure]:
     return failures
 
 
+def lane_fit(plan: LanePlan, facts: Mapping[str, NodeFacts]) -> MemoryFit | FitUnknown:
+    """The lane's memory fit from the first node in rank order (the head, unless it could not
+    say) that answered with the snapshot's config.json and weights."""
+    reasons = []
+    for rank in plan.ranks:
+        fact = facts.get(rank.node)
+        if fact is None:
+            continue
+        if not fact.reachable:
+            reasons.append(f"{rank.node} did not answer ({fact.unreachable})")
+        elif not fact.model_config:
+            reasons.append(f"no config.json in the snapshot on {rank.node}")
+        elif fact.weights_bytes is None:
+            reasons.append(f"no weights index nor safetensors in the snapshot on {rank.node}")
+        else:
+            return _estimate(plan, rank.node, fact.model_config, fact.weights_bytes)
+    return FitUnknown("; ".join(reasons) or "no node was asked")
+
+
+def _estimate(plan: LanePlan, node: str, text: str, weights: int) -> MemoryFit | FitUnknown:
+    try:
+        config = json.loads(text)
+    except ValueError as exc:
+        return FitUnknown(f"config.json on {node} is not JSON ({exc})")
+    if not isinstance(config, dict):
+        return FitUnknown(f"config.json on {node} is not a JSON object")
+    try:
+        return estimate(plan.recipe, config, weights)
+    except FitError as exc:
+        return FitUnknown(f"{exc} (read on {node})")
+
+
+def check_memory(
+    plan: LanePlan, facts: Mapping[str, NodeFacts], recipe_file: str | None = None
+) -> list[CheckFailure]:
+    """vLLM would refuse to start: no room for KV, or not for one request of max-model-len."""
+    problem = lane_fit(plan, facts).problem()
+    if problem is None:
+        return []
+    field, message, fix = problem
+    where = recipe_file or f"{plan.recipe.name}.toml"
+    return [CheckFailure("memory", f"{where}: {field}: {message}", fix)]
+
+
 def preflight(
     plan: LanePlan,
     facts: Mapping[str, NodeFacts],
@@ -222,11 +268,13 @@ def preflight(
     production_clusters: frozenset[str] = frozenset(),
     will_sync: bool = False,
     master_port: int | None = None,
+    recipe_file: str | None = None,
 ) -> list[CheckFailure]:
     """Every failed check for launching `plan`, given the facts of its nodes.
 
     `will_sync`: a missing image is not a failure (it will be synced first); `master_port`: the
-    rendezvous port the head binds (checked with the serve port).
+    rendezvous port the head binds (checked with the serve port); `recipe_file`: the recipe's
+    path, named by a memory refusal (default: `<lane>.toml`).
     """
     head = plan.ranks[0].node
     return [
@@ -237,4 +285,5 @@ def preflight(
         *check_snapshot(plan, facts),
         *check_port(plan, facts, head, master_port),
         *check_gpus(facts),
+        *check_memory(plan, facts, recipe_file),
     ]

@@ -21,6 +21,7 @@ from cockpit.ops.events import OpEvent, Planned
 from cockpit.ops.facts import FactsCollector
 from cockpit.ops.launch import READY_WATCH_S, STALL_TIMEOUT_S, Timing, launch_core
 from cockpit.ops.locks import LockRecord
+from cockpit.ops.preflight import lane_fit
 from cockpit.ops.stop import LaneSurvey, stop_core, survey_lanes
 from cockpit.plan import LanePlan, plan_lane
 
@@ -121,10 +122,7 @@ async def switch(
     before = serving_before(survey, occupying, ctx.inventory)
     if previous is not None:
         previous[:] = before
-    collector = FactsCollector(
-        ctx.pool, recipe, ctx.inventory.model_cache_of(plan.cluster),
-        node_caches=ctx.inventory.model_caches(plan.cluster),
-    )  # fmt: skip
+    collector = FactsCollector.of(ctx.pool, ctx.inventory, recipe, plan.cluster)
     facts = await collector.collect(nodes)
     missing = [n for n, f in facts.items() if f.reachable and not f.holds_pinned]
     if recipe.name in running_here and not occupying:
@@ -143,7 +141,7 @@ async def switch(
     if restoring:
         parts.append(f"if it fails: launch {', '.join(map(str, before))} again")
     steps = ("lock", *(("stop",) if occupying else ()), *(("sync",) if missing else ()), "launch")
-    planned = emit.planned(steps, "; ".join(parts))
+    planned = emit.planned(steps, "; ".join(parts), lane_fit(plan, facts).line())
     yield planned
     if confirm is not None and not await confirm(planned):
         outcome.refuse("switch not confirmed: nothing changed")

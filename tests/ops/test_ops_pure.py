@@ -11,12 +11,13 @@ import pytest
 
 from cockpit.config import load_inventory
 from cockpit.errors import InputError
-from cockpit.ops.facts import NodeFacts, parse_facts, parse_listening, port_taken
+from cockpit.ops.facts import NodeFacts, parse_facts, parse_listening, parse_weights, port_taken
 from cockpit.ops.history import BootHistory, eta_seconds
 from cockpit.ops.locks import LockRecord, stale_reason
-from cockpit.ops.preflight import preflight
+from cockpit.ops.preflight import lane_fit, preflight
 from cockpit.ops.sync_plan import parse_hop_line, plan_sync, relay_command, split_chains
 from cockpit.plan import plan_lane
+from cockpit.plan.memory_fit import MemoryFit
 from cockpit.telemetry.docker_out import ContainerRow
 
 INVENTORY = load_inventory(Path(__file__).resolve().parents[2] / "recipes")
@@ -208,3 +209,47 @@ def test_a_wrong_image_under_the_digest_is_removed_first_and_never_the_source() 
     assert [f.check for f in failures] == ["image"] and failures[0].nodes == ("dgx1",)
     assert failures[0].fix.startswith("cockpit sync-image --recipe mimo26-flash-mopd-2x-sparkring")
     assert preflight(PLAN, {"dgx1": facts["dgx1"], "dgx2": facts["dgx2"]}, will_sync=True) == []
+
+
+FLASH_CONFIG = json.dumps({
+    "num_hidden_layers": 48, "num_attention_heads": 64, "num_key_value_heads": 4, "head_dim": 192,
+    "v_head_dim": 128, "swa_num_key_value_heads": 8, "swa_head_dim": 192, "swa_v_head_dim": 128,
+    "sliding_window_size": 128, "hybrid_layer_pattern": [0, 1, 1] * 16,
+}, indent=2)  # fmt: skip
+FLASH_WEIGHTS = 174 * 2**30  # ~87 GiB a rank at TP2 (seed §2)
+
+
+def test_the_facts_carry_the_snapshots_config_and_weights() -> None:
+    text = "\n".join(["@@snapshot", "present", "@@config", FLASH_CONFIG, "@@weights",
+                      f'"total_size": {FLASH_WEIGHTS}', "@@end"])  # fmt: skip
+    facts = parse_facts("dgx1", text, RECIPE.image.ref, RECIPE.image.image_id)
+    assert json.loads(facts.model_config)["num_hidden_layers"] == 48
+    assert facts.weights_bytes == FLASH_WEIGHTS
+    assert parse_weights("file 1000\nfile 24\n") == 1024  # no index: the safetensors' sizes
+    assert parse_weights("") is None
+
+
+def test_preflight_refuses_what_vllm_would_refuse_naming_the_file_and_the_field() -> None:
+    files = {"model_config": FLASH_CONFIG, "weights_bytes": FLASH_WEIGHTS}
+    facts = {"dgx1": good("dgx1", **files), "dgx2": good("dgx2", **files)}
+    assert preflight(PLAN, facts) == []
+    assert "fits 1 of 16 sequences at 524,288 tokens" in lane_fit(PLAN, facts).line()
+    serve = RECIPE.serve.model_copy(update={"max_model_len": 1_048_576})
+    long = plan_lane(INVENTORY, RECIPE.model_copy(update={"serve": serve}), PLAN.cluster)
+    (failure,) = preflight(long, facts, recipe_file="recipes/flash.toml")
+    assert failure.check == "memory"
+    assert failure.message.startswith("recipes/flash.toml: serve.max_model_len: max_model_len "
+                                      "1,048,576 needs 20.6 GiB of KV per rank")  # fmt: skip
+    assert failure.fix == "set max_model_len ≤ 566,771, or raise gpu_memory_utilization to ≥ 0.93"
+
+
+def test_the_fit_comes_from_the_first_node_that_could_say_or_says_why_not() -> None:
+    files = {"model_config": FLASH_CONFIG, "weights_bytes": FLASH_WEIGHTS}
+    down = NodeFacts(node="dgx1", unreachable="no answer within 3 s")
+    assert isinstance(lane_fit(PLAN, {"dgx1": down, "dgx2": good("dgx2", **files)}), MemoryFit)
+    unknown = lane_fit(PLAN, {"dgx1": down, "dgx2": good("dgx2")})
+    assert unknown.line() == ("memory per rank: unknown — dgx1 did not answer (no answer within "
+                              "3 s); no config.json in the snapshot on dgx2")  # fmt: skip
+    bare = good("dgx1", model_config='{"num_hidden_layers": 48}', weights_bytes=1)
+    assert lane_fit(PLAN, {"dgx1": bare}).line().endswith("no num_attention_heads (read on dgx1)")
+    assert preflight(PLAN, {"dgx1": bare, "dgx2": good("dgx2")}) == []  # unknown: no refusal

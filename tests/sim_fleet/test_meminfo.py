@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from cockpit.sim.engine.calibration import GB10_MEMORY_GIB
+from cockpit.plan.memory_fit import GB10_MEMORY_GIB
 from cockpit.sim.fleet.meminfo import OS_HELD_GIB, meminfo_path, refresh_meminfo, render_meminfo
 from cockpit.telemetry.gpu import parse_meminfo
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.sim.engine.calibration import GB10_MEMORY_GIB
+from cockpit.plan.memory_fit import GB10_MEMORY_GIB
 from cockpit.sim.fleet import SimFleet
 from cockpit.sim.fleet.cleanup import holder_processes
 from cockpit.telemetry.gpu import parse_meminfo

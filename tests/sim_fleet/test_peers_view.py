@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.sim.engine.calibration import GB10_MEMORY_GIB
+from cockpit.plan.memory_fit import GB10_MEMORY_GIB
 from cockpit.sim.fleet import SimFleet
 from tests.fleet_fixtures import connect
 

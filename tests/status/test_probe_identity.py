@@ -12,7 +12,7 @@ import asyncio
 import re
 from pathlib import Path
 
-from cockpit.sim.engine.calibration import GB10_MEMORY_GIB
+from cockpit.plan.memory_fit import GB10_MEMORY_GIB
 from cockpit.sim.fleet import SimFleet
 from cockpit.ssh import SshPool
 from cockpit.status import FleetPoller, Pace

@@ -21,6 +21,7 @@ class ScriptedOperations:
     step_s: float = 0.05
     steps: int = 3
     plan_s: float = 0.0  # how long the plan takes (a real one asks the nodes)
+    memory: str = ""  # the plan's memory fit line (a real launch reads it on the head)
     events: dict[str, Script] = field(default_factory=dict)  # op → its events after the plan
     started: list[tuple[str, str]] = field(default_factory=list)  # (op, lane) that passed the plan
     rolled_back: list[str] = field(default_factory=list)
@@ -30,7 +31,8 @@ class ScriptedOperations:
         kw = {"op": op, **where}
         names = tuple(f"step {i + 1}" for i in range(self.steps))
         await asyncio.sleep(self.plan_s)
-        yield Planned(steps=names, summary=f"{op} {target.lane} on {target.cluster}", **kw)
+        summary = f"{op} {target.lane} on {target.cluster}"
+        yield Planned(steps=names, summary=summary, memory=self.memory, **kw)
         self.started.append((op, target.lane))
         if op in self.events:
             for event in self.events[op](target):

@@ -105,6 +105,8 @@ async def test_launch_bench_switch_stop_from_the_keys(
 
             confirm = await press_on_lane(pilot, QWEN, "l")
             assert "start dgx2, dgx1 (head last)" in confirm.planned.summary
+            assert confirm.planned.memory.startswith("memory per rank: weights 0.7 GiB")
+            assert "fits 31 of 32 sequences at 32,768 tokens" in confirm.planned.memory
             await pilot.press("y")
             await until(pilot, "qwen serving", lambda s: phase(s, QWEN) is LanePhase.SERVING, 90)
 

@@ -14,9 +14,10 @@ import hashlib
 import math
 from dataclasses import dataclass
 
+from cockpit.plan.memory_fit import GB10_MEMORY_GIB
 from cockpit.sim.engine import logs
 from cockpit.sim.engine.args import EngineArgs
-from cockpit.sim.engine.calibration import GB10_MEMORY_GIB, LaneCalibration
+from cockpit.sim.engine.calibration import LaneCalibration
 
 NCCL_INIT_S = 1.2
 """Engine seconds from the process-group line to NCCL's `Init COMPLETE` (all ranks joined)."""

@@ -30,8 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-GB10_MEMORY_GIB = 119.7
-"""What CUDA reports as total memory on a GB10 (128 GB of unified LPDDR5x)."""
+from cockpit.plan.memory_fit import auto_pool_gib, pool_tokens
 
 
 @dataclass(frozen=True)
@@ -77,12 +76,10 @@ class LaneCalibration:
         return max(1.0, min(mean, num_spec + 1.0))
 
     def kv_pool(self, gpu_memory_utilization: float) -> tuple[float, int]:
-        """(KV GiB per rank, tokens) of the auto pool: budget minus weights and activations."""
-        gib = GB10_MEMORY_GIB * gpu_memory_utilization - self.weights_gib_per_rank
-        gib -= self.activation_gib
-        if gib <= 0:
-            return gib, 0
-        return gib, int(gib * 2**30 / self.kv_bytes_per_token)
+        """(KV GiB per rank, tokens) of the auto pool, sized as the cockpit's memory fit sizes
+        it (budget minus weights and activations) from this lane's fitted figures."""
+        gib = auto_pool_gib(gpu_memory_utilization, self.weights_gib_per_rank, self.activation_gib)
+        return gib, pool_tokens(gib, self.kv_bytes_per_token)
 
 
 _FLASH_TP4 = LaneCalibration(

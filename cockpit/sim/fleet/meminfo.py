@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from cockpit.sim.engine.calibration import GB10_MEMORY_GIB
+from cockpit.plan.memory_fit import GB10_MEMORY_GIB
 from cockpit.sim.tools.nvidia_smi import read_load
 
 GIB = 1 << 30

@@ -21,6 +21,8 @@ def plan_text(planned: Planned) -> Text:
     out.append(f"{planned.op} {where}\n", style="bold")
     if planned.summary:
         out.append(f"{planned.summary}\n")
+    if planned.memory:
+        out.append(f"{planned.memory}\n")
     out.append("\n")
     for i, step in enumerate(planned.steps, 1):
         out.append(f"{i:>2}. {step}\n")
