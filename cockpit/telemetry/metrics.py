@@ -25,6 +25,7 @@ QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.95, 0.99)
 _HISTOGRAMS: dict[str, tuple[str, ...]] = {
     "ttft": ("vllm:time_to_first_token_seconds",),
     "itl": ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"),
+    "tpot": ("vllm:request_time_per_output_token_seconds",),  # per request (0.32; older: none)
     "e2e": ("vllm:e2e_request_latency_seconds",),
     "queue": ("vllm:request_queue_time_seconds",),
     "prefill": ("vllm:request_prefill_time_seconds",),
@@ -137,6 +138,7 @@ class EngineMetrics:
     http_requests: Mapping[str, float] = field(default_factory=dict)  # POST/GET by handler path
     ttft: Histogram | None = None
     itl: Histogram | None = None
+    tpot: Histogram | None = None
     e2e: Histogram | None = None
     queue: Histogram | None = None
     prefill: Histogram | None = None
@@ -144,6 +146,7 @@ class EngineMetrics:
     block_size: int | None = None
     num_gpu_blocks: int | None = None
     kv_cache_memory_bytes: int | None = None
+    prefix_caching: bool | None = None  # `enable_prefix_caching` of `cache_config_info`
     engines: int = 1
 
     @property
@@ -189,10 +192,14 @@ class EngineWindow:
     spec_mean_acceptance_length: float | None
     preemptions: float | None
     http_requests: float | None
+    finish_reasons: Mapping[str, float]  # requests finished in the window, by finished_reason
     ttft: Quantiles | None
     itl: Quantiles | None
+    tpot: Quantiles | None
     e2e: Quantiles | None
     queue: Quantiles | None
+    prefill: Quantiles | None
+    decode: Quantiles | None
 
 
 def _int(text: str | None) -> int | None:
@@ -200,6 +207,13 @@ def _int(text: str | None) -> int | None:
         return int(float(text)) if text not in (None, "", "None") else None
     except ValueError:
         return None
+
+
+def _flag(values: set[str | None]) -> bool | None:
+    """A boolean label ("True"/"False") that every engine agrees on; None when unknown or mixed."""
+    if values == {"True"}:
+        return True
+    return False if values == {"False"} else None
 
 
 _SUFFIXES = ("_total", "_bucket", "_count", "_sum")
@@ -323,6 +337,7 @@ def parse_metrics(text: str, at: float = 0.0, model_name: str | None = None) -> 
         http_requests=by_label("http_requests", "handler"),
         **{attr: histogram(*bases) for attr, bases in _HISTOGRAMS.items()},
         block_size=_int(cache_rows[0].get("block_size")) if cache_rows else None,
+        prefix_caching=_flag({c.get("enable_prefix_caching") for c in cache_rows}),
         num_gpu_blocks=sum(b for b in blocks if b) if any(blocks) else None,
         kv_cache_memory_bytes=sum(m for m in memory if m) if any(memory) else None,
         engines=max(len(engines - {None}), 1),
@@ -383,6 +398,11 @@ def window(prev: EngineMetrics, cur: EngineMetrics) -> EngineWindow:
     accepted = delta("spec_accepted_tokens")
     finished = delta("requests_finished")
     preemptions = delta("preemptions")
+    reasons: dict[str, float] = {}
+    for reason, count in cur.request_success.items():
+        value, reset = _delta(count, prev.request_success.get(reason, 0.0))
+        resets.append(reset)
+        reasons[reason] = value or 0.0
     return EngineWindow(
         seconds=seconds,
         reset=any(resets),
@@ -396,10 +416,8 @@ def window(prev: EngineMetrics, cur: EngineMetrics) -> EngineWindow:
         ),
         preemptions=preemptions,
         http_requests=delta("http_requests_total"),
-        ttft=_quantiles(cur.ttft, prev.ttft),
-        itl=_quantiles(cur.itl, prev.itl),
-        e2e=_quantiles(cur.e2e, prev.e2e),
-        queue=_quantiles(cur.queue, prev.queue),
+        finish_reasons=reasons,
+        **{attr: _quantiles(getattr(cur, attr), getattr(prev, attr)) for attr in _HISTOGRAMS},
     )
 
 
@@ -450,6 +468,11 @@ def merge_metrics(snapshots: Sequence[EngineMetrics]) -> EngineMetrics | None:
         num_gpu_blocks=sum(blocks) if same_blocks and None not in blocks else None,  # type: ignore[arg-type]
         kv_cache_memory_bytes=sum(memory) if None not in memory else None,  # type: ignore[arg-type]
         engines=sum(s.engines for s in snapshots),
+        prefix_caching=(
+            first.prefix_caching
+            if all(s.prefix_caching == first.prefix_caching for s in snapshots)
+            else None
+        ),
         **{attr: add(attr) for attr in _COUNTERS},
         **{attr: merge_histograms(getattr(s, attr) for s in snapshots) for attr in _HISTOGRAMS},
     )

@@ -65,6 +65,32 @@ def test_window_between_real_captures(fixture_text):
     assert w.itl.p50 <= w.itl.p99 and w.e2e.count == 104
 
 
+def test_window_quantiles_of_every_phase_and_finish_reasons_from_real_captures(fixture_text):
+    """vLLM 0.32's per-request TPOT, queue, prefill and decode histograms, and the finished
+    requests by reason, as the window between the two captures holds them."""
+    idle = parse_metrics(fixture_text(REAL + "metrics_idle.txt"), at=100.0)
+    load = parse_metrics(fixture_text(REAL + "metrics_under_load.txt"), at=110.0)
+    assert idle.prefix_caching is True and load.prefix_caching is True  # --enable-prefix-caching
+    w = window(idle, load)
+    # 104 finished requests, each one TPOT (decode time / (tokens - 1)), all under 10 ms
+    assert w.tpot.count == 104 and 0 < w.tpot.p50 <= w.tpot.p95 <= 0.01
+    assert w.tpot.mean == pytest.approx(0.21787183461953932 / 104)
+    assert w.queue.count == 104 and w.queue.p95 <= 0.3
+    assert w.prefill.count == 104 and w.prefill.p95 <= 0.3
+    # 102 decodes under 0.3 s, 2 long ones in (5, 10] s: p50 low, p99 in the long bucket
+    assert w.decode.p50 <= 0.3 and 5.0 < w.decode.p99 <= 10.0
+    assert w.finish_reasons == {"stop": 2, "length": 102, "abort": 0, "error": 0, "repetition": 0}
+
+
+def test_finish_reasons_per_window_and_after_a_restart(fixture_text):
+    t0 = parse_metrics(fixture_text("metrics_spec_dp2_t0.txt"), at=0.0)
+    t1 = parse_metrics(fixture_text("metrics_spec_dp2_t1.txt"), at=10.0)
+    assert window(t0, t1).finish_reasons == {"stop": 3, "length": 0, "abort": 0}
+    assert t1.tpot is None and t1.prefix_caching is True  # older names: no per-request TPOT
+    restarted = window(t1, t0)  # counters went down: counted from zero
+    assert restarted.reset and restarted.finish_reasons["stop"] == 55
+
+
 def test_counter_reset_counts_from_zero(fixture_text):
     load = parse_metrics(fixture_text(REAL + "metrics_under_load.txt"), at=0.0)
     restarted = parse_metrics(fixture_text(REAL + "metrics_idle.txt"), at=5.0)
