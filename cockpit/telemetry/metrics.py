@@ -83,8 +83,9 @@ class Histogram:
         return None
 
     def since(self, earlier: Histogram | None) -> Histogram:
-        """The observations made after `earlier`; all of them if the histogram was reset."""
-        if earlier is None or self.count < earlier.count:
+        """The observations made after `earlier`; all of them if the histogram was reset (its
+        count or its sum went down: observations are never negative)."""
+        if earlier is None or self.count < earlier.count or self.sum < earlier.sum:
             return self
         before = dict(earlier.buckets)
         deltas = tuple((b, c - before.get(b, 0.0)) for b, c in self.buckets)
@@ -168,7 +169,11 @@ class EngineMetrics:
 
 @dataclass(frozen=True)
 class Quantiles:
-    """Latency quantiles (seconds) over a window, from histogram bucket deltas."""
+    """Latency quantiles (seconds) over a window, from histogram bucket deltas.
+
+    A quantile at or under `first_bound` lies in the first bucket, where interpolating from zero
+    says nothing (vLLM's queue buckets start at 0.3 s: a 20 µs queue would read 150 ms): it is
+    only known to be at most that bound."""
 
     count: float
     mean: float | None
@@ -176,6 +181,7 @@ class Quantiles:
     p90: float | None
     p95: float | None
     p99: float | None
+    first_bound: float | None = None
 
 
 @dataclass(frozen=True)
@@ -373,7 +379,9 @@ def _quantiles(cur: Histogram | None, prev: Histogram | None) -> Quantiles | Non
     if window.count <= 0:
         return None
     q = {p: window.quantile(p) for p in QUANTILES}
-    return Quantiles(window.count, window.mean, q[0.5], q[0.9], q[0.95], q[0.99])
+    first = window.buckets[0][0] if window.buckets else None
+    first = first if first is not None and not math.isinf(first) else None
+    return Quantiles(window.count, window.mean, q[0.5], q[0.9], q[0.95], q[0.99], first)
 
 
 def window(prev: EngineMetrics, cur: EngineMetrics) -> EngineWindow:

@@ -27,6 +27,9 @@ class Slo:
     tpot_s: float = 0.1
 
 
+DEFAULT_SLO = Slo()
+
+
 @dataclass(frozen=True)
 class Share:
     """The share (0..1) of a window's observations within a limit, between two bucket bounds."""
