@@ -1,4 +1,4 @@
-"""The TUI's user settings (theme, keymap overrides) in `tui.toml` under the user config dir.
+"""The TUI's user settings (theme, keymap overrides, SLOs) in `tui.toml` under the user config dir.
 
 Kept apart from the inventory's `config.toml` so saving the theme never rewrites a file the
 operator edits by hand. Saving edits the document with tomlkit, which keeps the operator's
@@ -9,14 +9,18 @@ previous file, never an empty one.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import platformdirs
+from pydantic import Field, ValidationError
 
 from cockpit.atomic import write_atomic
+from cockpit.config.models import Strict
+from cockpit.config.problems import pydantic_problems
+from cockpit.config.toml_source import read_toml
 from cockpit.errors import InputError
+from cockpit.telemetry.slo import DEFAULT_SLO, Slo
 
 SETTINGS_FILE = "tui.toml"
 
@@ -30,23 +34,36 @@ class TuiSettings:
     path: Path
     theme: str | None = None
     keymap: dict[str, str] = field(default_factory=dict)  # binding id → keys ("ctrl+l,f2")
+    slo: Slo = DEFAULT_SLO  # what the Engine pane's goodput counts against
+
+
+class SloTable(Strict):
+    """`[slo]`: per-request latency objectives in milliseconds."""
+
+    ttft_ms: float = Field(default=DEFAULT_SLO.ttft_s * 1000, gt=0, strict=True)
+    tpot_ms: float = Field(default=DEFAULT_SLO.tpot_s * 1000, gt=0, strict=True)
+
+
+class TuiFile(Strict):
+    """The whole file: a misspelt key or table is refused with the one it should be."""
+
+    theme: str | None = None
+    keymap: dict[str, str] = Field(default_factory=dict)
+    slo: SloTable = SloTable()
 
 
 def load_settings(path: Path) -> TuiSettings:
-    """Read `tui.toml`; a missing file means defaults, a broken one is an input error."""
+    """Read `tui.toml`; a missing file means defaults, a broken one is an input error naming
+    file, line and field (as the inventory's)."""
     if not path.is_file():
         return TuiSettings(path)
+    src = read_toml(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{path}: {exc}") from None
-    theme = data.get("theme")
-    keymap = data.get("keymap", {})
-    if not isinstance(keymap, dict) or not all(isinstance(v, str) for v in keymap.values()):
-        raise InputError(
-            f'{path}: [keymap] maps binding ids to key strings, e.g. launch = "ctrl+l"'
-        )
-    return TuiSettings(path, theme if isinstance(theme, str) else None, dict(keymap))
+        data = TuiFile.model_validate(src.data)
+    except ValidationError as exc:
+        raise InputError(pydantic_problems(src, TuiFile, exc)) from None
+    slo = Slo(ttft_s=data.slo.ttft_ms / 1000, tpot_s=data.slo.tpot_ms / 1000)
+    return TuiSettings(path, data.theme, dict(data.keymap), slo)
 
 
 def with_theme(text: str, theme: str) -> str:
