@@ -55,7 +55,7 @@ class CockpitApp(App[None]):
         demo: Demo | None = None,
     ) -> None:
         super().__init__()
-        self.store = Store(inventory, baselines)
+        self.store = Store(inventory, baselines, settings.slo)
         self.feeds = tuple(feeds)
         self.operations = operations
         self.settings = settings

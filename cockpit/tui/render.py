@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 _BLOCKS = " ▁▂▃▄▅▆▇█"
@@ -51,8 +52,22 @@ def pct(fraction: float | None) -> str:
     return "–" if fraction is None else f"{fraction * 100:.0f}%"
 
 
-def seconds(value: float | None) -> str:
-    """Latency: `850ms`, `1.52s`; `–` when unknown."""
+def brief_seconds(value: float | None) -> str:
+    """Latency in at most 5 characters, for two to a narrow cell: `0.4ms`, `175ms`, `9.3s`,
+    `480s`; `–` when unknown."""
     if value is None:
         return "–"
-    return f"{value * 1000:.0f}ms" if value < 1 else f"{value:.2f}s"
+    if value < 0.01:
+        return f"{value * 1000:.1f}ms"
+    if value < 1:
+        return f"{value * 1000:.0f}ms"
+    return f"{value:.1f}s" if value < 10 else f"{value:.0f}s"
+
+
+def share_range(low: float, high: float) -> str:
+    """A share known between two bounds: `97%`, or `80–90%` with the low end rounded down and
+    the high end up, so the range printed still holds the true share."""
+    if math.isclose(low, high, abs_tol=1e-9):
+        return f"{low * 100:.0f}%"
+    lo, hi = math.floor(low * 100 + 1e-9), math.ceil(high * 100 - 1e-9)
+    return f"{lo}%" if lo == hi else f"{lo}–{hi}%"

@@ -166,3 +166,18 @@ def operations() -> list[StoreInput]:
 def scene(inv: Inventory) -> list[StoreInput]:
     """Every fact of the scene, in arrival order."""
     return [*operations(), *node_samples(inv), *rank_logs(), *engine_samples()]
+
+
+def real_engine(at: float = T0, prefix_caching: bool = True) -> list[StoreInput]:
+    """The 4x lane's head answering as the real vLLM 0.32 server of the captures does: idle, then
+    under load 10 s later (with prefix caching off when asked: the label flipped, no hits)."""
+    out: list[StoreInput] = []
+    for name, when in (("metrics_idle.txt", at), ("metrics_under_load.txt", at + 10)):
+        text = _read(f"vllm-0.32-cpu/{name}")
+        if not prefix_caching:
+            text = text.replace('enable_prefix_caching="True"', 'enable_prefix_caching="False"')
+        metrics = parse_metrics(text, at=when)
+        if not prefix_caching:
+            metrics = replace(metrics, prefix_cache_hits=0.0)
+        out.append(EngineSampled(LANE, CLUSTER, metrics))
+    return out

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from cockpit.ops.events import (
     Finished,
     Notice,
@@ -14,8 +16,9 @@ from cockpit.ops.events import (
     StepFinished,
     StepStarted,
 )
-from cockpit.telemetry.metrics import EngineMetrics
-from cockpit.tui.render import bar, num, sparkline
+from cockpit.telemetry.metrics import EngineMetrics, parse_metrics
+from cockpit.telemetry.slo import Slo
+from cockpit.tui.render import bar, brief_seconds, num, share_range, sparkline
 from cockpit.tui.state import (
     EngineSampled,
     LanePhase,
@@ -32,6 +35,7 @@ from cockpit.tui.state.store import DOWN_AFTER_S, LOG_LINES, NCCL_LINES
 from cockpit.tui.state.views import LogSource
 from cockpit.tui.widgets.tail import LEVELS, keep
 from tests.tui import scene
+from tests.tui.scene import FIXTURES
 
 SERVING = f"{scene.LANE}@{scene.CLUSTER}"
 QWEN, DAC = "qwen3-0.6b-2x", "2nodes-dac"
@@ -389,6 +393,12 @@ def test_render_helpers() -> None:
     assert sparkline([], 4) == "    "
     assert bar(0.5, 4) == "██░░" and bar(None, 3) == "···"
     assert num(None) == "–" and num(12345.0) == "12.3k" and num(3.14159, 2) == "3.14"
+    assert [brief_seconds(v) for v in (None, 0.00002, 0.0042, 0.175, 9.25, 480.0)] == [
+        "–", "0.0ms", "4.2ms", "175ms", "9.2s", "480s"
+    ]  # fmt: skip
+    # a range keeps the true share inside it: the low end rounds down, the high end up
+    assert share_range(0.97, 0.97) == "97%" and share_range(44 / 106, 97 / 106) == "41–92%"
+    assert share_range(0.8, 0.8 + 1e-12) == "80%" and share_range(0.801, 0.806) == "80–81%"
 
 
 def test_a_sync_in_flight_shows_its_progress_and_eta() -> None:
@@ -427,3 +437,46 @@ def test_a_node_whose_container_list_has_not_come_cannot_tell_its_lanes() -> Non
     answering(store)
     assert store.snapshot(scene.T0).nodes[0].ranks_known
     assert state(store, QWEN_KEY) == "serving · dgx2 unreachable"
+
+
+def real_capture(name: str, at: float) -> EngineMetrics:
+    """A real vLLM 0.32 `/metrics` capture, scraped at `at`."""
+    return parse_metrics((FIXTURES / "vllm-0.32-cpu" / name).read_text(), at=at)
+
+
+def test_engine_view_latency_finish_reasons_and_goodput_over_the_last_minute() -> None:
+    """Quantiles, finish reasons, goodput and preemptions cover the scrapes of the last
+    WINDOW_S, not the last 2 s: a scrape window often holds no finished request at all."""
+    store = Store(scene.inventory(), slo=Slo(ttft_s=0.015, tpot_s=0.1))
+    store.apply_all(scene.node_samples(store.inventory))
+    t = scene.T0
+    idle, load = real_capture("metrics_idle.txt", t), real_capture("metrics_under_load.txt", t)
+    for metrics in (idle, replace(load, at=t + 10), replace(load, at=t + 50)):
+        store.apply(EngineSampled(scene.LANE, scene.CLUSTER, metrics))
+    view = store.snapshot(t + 50).engines[SERVING]
+    assert view.window_s == 50 and view.gen_tps == 0.0  # rates: the last two scrapes only
+    assert view.ttft.count == 106 and view.tpot.count == 104 and view.decode.count == 104
+    assert view.queue.first_bound == 0.3 and view.queue.p95 <= 0.3  # vLLM's first bucket
+    assert view.finished == (("length", 102), ("stop", 2))
+    assert view.finished_per_s == pytest.approx(104 / 50)
+    # TTFT SLO 15 ms, between the 10 and 20 ms buckets: 44 to 97 of 106 met it; TPOT all
+    assert view.goodput.low == pytest.approx(44 / 106) and not view.goodput.exact
+    assert view.goodput.high == pytest.approx(97 / 106) and view.slo.ttft_s == 0.015
+    assert view.preemptions_recent == 0 and view.prefix_caching is True
+    # a minute later the idle scrape has left the window, and with it every request
+    store.apply(EngineSampled(scene.LANE, scene.CLUSTER, replace(load, at=t + 75)))
+    later = store.snapshot(t + 75).engines[SERVING]
+    assert later.window_s == 25 and later.ttft is None and later.finished == ()
+    assert later.goodput is None and later.finished_per_s == 0.0
+
+
+def test_a_backlog_is_timed_from_when_waiting_first_exceeded_running() -> None:
+    store = Store(scene.inventory())
+    store.apply_all(scene.node_samples(store.inventory))
+    for at, waiting in ((0.0, 0), (2.0, 5), (4.0, 6), (40.0, 7)):
+        metrics = EngineMetrics(at=at, requests_running=4, requests_waiting=waiting)
+        store.apply(EngineSampled(scene.LANE, scene.CLUSTER, metrics))
+    assert store.snapshot(scene.T0).engines[SERVING].backlog_s == 38.0
+    caught_up = EngineMetrics(at=42.0, requests_running=4, requests_waiting=4)
+    store.apply(EngineSampled(scene.LANE, scene.CLUSTER, caught_up))
+    assert store.snapshot(scene.T0).engines[SERVING].backlog_s is None

@@ -329,7 +329,7 @@ async def test_the_engine_panes_drop_a_lane_once_its_containers_are_gone(
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         kv = main(app).query_one("#kv-body")
-        assert painted(kv).startswith("mimo26-flash-mopd-4x-s…@dgx58-switch\n")  # one line
+        assert painted(kv).startswith("mimo26-flash-mopd-4x-spark…@dgx58-switch\n")  # one line
         inv = scene.inventory()
         samples = [s for s in scene.node_samples(inv) if isinstance(s, NodeSampled)]
         for node in scene.BENCH_NODES:  # the lane was stopped: the nodes list no container

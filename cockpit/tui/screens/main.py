@@ -49,6 +49,7 @@ NARROW_BELOW = 120  # columns: below this the panes stack in one scrolling colum
 REVEAL_AFTER_S = 1.0  # the later panes' content appears by then even if no node answers
 PLANNING_NOTICE_S = 0.3  # a lane key whose plan is not ready by then says "planning…"
 OUTCOME_NOTICE_S = 15.0  # a failure or refusal stays on screen this long (a refusal's only trace)
+ADVICE_NOTICE_S = 12.0  # an advisor's hint (the Engine pane's title keeps a lane's while it holds)
 
 
 class MainScreen(Screen[None]):
@@ -65,6 +66,7 @@ class MainScreen(Screen[None]):
         self.snap: FleetSnapshot | None = None
         self._shown_version = -1
         self._shown_at = 0.0
+        self._advised = 0  # the last advisor hint shown as a notice
         self._runs = itertools.count(1)
 
     def compose(self) -> ComposeResult:
@@ -130,7 +132,19 @@ class MainScreen(Screen[None]):
             if starting and not pane.FIRST_FRAME:
                 continue  # content not laid out yet: reveal() repaints it
             pane.show(snap, self.ctx)
+        self._advise(snap)
         self.cockpit.frame_shown(snap)
+
+    def _advise(self, snap: FleetSnapshot) -> None:
+        """Each advisor hint once, as a notice, when its condition begins (the store judges
+        the onsets; a handful of hints at most is looked at here)."""
+        for seq, hint in snap.hints:
+            if seq > self._advised:
+                self.notify(
+                    f"{hint.subject}: {hint.text}", severity="warning", timeout=ADVICE_NOTICE_S
+                )
+        if snap.hints:
+            self._advised = snap.hints[-1][0]
 
     def _view_context(self, snap: FleetSnapshot) -> ViewContext:
         """Which lane the lane-scoped panes follow and which log the Log pane shows: the

@@ -35,6 +35,8 @@ from cockpit.redact import shown
 from cockpit.telemetry.boot import BootPhase, BootState, advance
 from cockpit.telemetry.metrics import EngineMetrics, kv_pool_gib, window
 from cockpit.telemetry.nccl_log import TransportTracker
+from cockpit.telemetry.slo import DEFAULT_SLO, Slo, goodput
+from cockpit.tui.state.advisor import Onsets, engine_hints, node_hints
 from cockpit.tui.state.inputs import (
     EngineSampled,
     NodeLost,
@@ -51,6 +53,7 @@ from cockpit.tui.state.views import (
     BenchRow,
     EngineView,
     FleetSnapshot,
+    Hint,
     LanePhase,
     LaneView,
     LogEntry,
@@ -63,6 +66,11 @@ from cockpit.tui.state.views import (
 )
 
 HISTORY = 120  # samples kept per series (about 2-6 minutes at the poll rates used)
+WINDOW_S = 60.0
+"""Latency quantiles, finish reasons, goodput and recent preemptions cover this much of the past:
+a 2 s scrape window often holds no finished request at all."""
+WINDOW_SCRAPES = 64  # kept per engine for that window (fewer when scraped faster than 1 s)
+HINTS_KEPT = 16
 LOG_LINES = 5000  # per rank
 NCCL_LINES = 2000  # merged, per lane
 NCCL_SEEN = 512
@@ -99,6 +107,9 @@ class _Engine:
     gen: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     prompt: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     busy_gen: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    recent: deque[EngineMetrics] = field(default_factory=lambda: deque(maxlen=WINDOW_SCRAPES))
+    backlog_since: float | None = None  # since when more requests wait than run
+    bench_at: float | None = None  # the last scrape while a bench of the lane ran
     view: EngineView | None = None
 
 
@@ -126,10 +137,16 @@ class Store:
         self,
         inventory: Inventory,
         baselines: Mapping[str, Mapping[tuple[int, int], float]] | None = None,
+        slo: Slo = DEFAULT_SLO,
     ) -> None:
-        """`baselines`: per lane, tg tokens/s of its reference report by (depth, concurrency)."""
+        """`baselines`: per lane, tg tokens/s of its reference report by (depth, concurrency);
+        `slo`: what the engines' goodput counts against."""
         self.inventory = inventory
         self.baselines = dict(baselines or {})
+        self.slo = slo
+        self._advisor = Onsets()
+        self._hints: deque[tuple[int, Hint]] = deque(maxlen=HINTS_KEPT)
+        self._hint_seq = 0
         self._nodes: dict[str, _Node] = {name: _Node() for name in inventory.nodes}
         self._engines: dict[str, _Engine] = {}
         self._boot: dict[str, BootState] = {}  # lane key → its head's boot, as its log says
@@ -159,6 +176,7 @@ class Store:
                 if item.gpu is not None and item.gpu.utilization_pct is not None:
                     node.util.append(item.gpu.utilization_pct)
                 self._forget_gone_lanes()
+                self._advise(item.node, node_hints(self._node_view(item.node, node, item.at)))
             case NodeLost():
                 node = self._nodes.setdefault(item.node, _Node())
                 node.lost_since = node.lost_since if node.lost else item.at
@@ -204,11 +222,14 @@ class Store:
         for key in self._was_running - running:
             self._engines.pop(key, None)
             self._nccl.pop(key, None)
+            self._advisor.forget(key)
         for key in self._was_listed - listed:
             self._boot.pop(key, None)
         self._was_running, self._was_listed = running, listed
 
     def _engine(self, item: EngineSampled) -> None:
+        """Rates from the last two scrapes; quantiles, finish reasons, goodput and preemptions
+        over the scrapes of the last WINDOW_S; the advisor's hints for the lane."""
         key = lane_key(item.lane, item.cluster)
         if key not in self._present():
             return  # a scrape that was in flight when the lane's containers went
@@ -216,6 +237,11 @@ class Store:
         eng.prev, eng.cur = eng.cur, item.metrics
         m = item.metrics
         win = window(eng.prev, m) if eng.prev is not None else None
+        eng.recent.append(m)
+        while eng.recent[0].at < m.at - WINDOW_S:
+            eng.recent.popleft()
+        first = eng.recent[0]
+        span = window(first, m) if first is not m else None
         gen = win.generation_tps if win else None
         stalled = False
         if gen is not None:
@@ -227,11 +253,20 @@ class Store:
             eng.prompt.append(win.prompt_tps)
         if m.kv_cache_usage is not None:
             eng.kv.append(m.kv_cache_usage)
-        ttft = win.ttft if win else None
+        backlog = (m.requests_waiting or 0.0) > (m.requests_running or 0.0)
+        if not backlog:
+            eng.backlog_since = None
+        elif eng.backlog_since is None:
+            eng.backlog_since = m.at
+        lane = (item.lane, item.cluster)
+        if any(op.op == "bench" and (op.lane, op.cluster) == lane for op in self._running.values()):
+            eng.bench_at = m.at
         boot = self._boot.get(key, BootState())  # the boot log: pool sizes /metrics may lack
         recipe = self.inventory.recipes.get(item.lane)
         pool_gib = kv_pool_gib(m, recipe.model.kv_bytes_per_token if recipe else None)
-        eng.view = EngineView(
+        reasons = span.finish_reasons.items() if span else ()
+        finished = tuple(sorted(((r, n) for r, n in reasons if n > 0), key=lambda rn: -rn[1]))
+        view = EngineView(
             lane_key=key,
             at=m.at,
             running=m.requests_running,
@@ -243,14 +278,37 @@ class Store:
             preemptions_total=m.preemptions,
             prompt_tps=win.prompt_tps if win else None,
             gen_tps=gen,
-            ttft_p50=ttft.p50 if ttft else None,
-            ttft_p95=ttft.p95 if ttft else None,
             spec_acceptance=win.spec_acceptance_rate if win else None,
             kv_history=tuple(eng.kv),
             gen_history=tuple(eng.gen),
             prompt_history=tuple(eng.prompt),
             stalled=stalled,
+            window_s=span.seconds if span else None,
+            ttft=span.ttft if span else None,
+            tpot=span.tpot if span else None,
+            itl=span.itl if span else None,
+            queue=span.queue if span else None,
+            prefill=span.prefill if span else None,
+            decode=span.decode if span else None,
+            e2e=span.e2e if span else None,
+            finished=finished,
+            finished_per_s=span.requests_per_s if span else None,
+            goodput=goodput(first, m, self.slo) if span else None,
+            slo=self.slo,
+            preemptions_recent=span.preemptions if span else None,
+            backlog_s=m.at - eng.backlog_since if eng.backlog_since is not None else None,
+            prefix_caching=m.prefix_caching,
         )
+        bench_in_window = eng.bench_at is not None and m.at - eng.bench_at <= WINDOW_S
+        hints = engine_hints(view, recipe.serve if recipe else None, bench_in_window)
+        self._advise(key, hints)
+        eng.view = replace(view, advice=hints)
+
+    def _advise(self, subject: str, hints: tuple[Hint, ...]) -> None:
+        """Keep the hints whose condition just began for the screen to show (once each)."""
+        for hint in self._advisor.update(subject, hints):
+            self._hint_seq += 1
+            self._hints.append((self._hint_seq, hint))
 
     def _lines(self, item: RankLines) -> None:
         """Append a rank's lines; NCCL lines also go to the lane's merged tail and its ranks'
@@ -390,6 +448,7 @@ class Store:
         if key not in self._listed(running_only=True):
             self._nccl.pop(key, None)
             self._engines.pop(key, None)
+            self._advisor.forget(key)
         live = {
             (name, r.rank)
             for name, node in self._nodes.items()
@@ -450,6 +509,7 @@ class Store:
                 for r in node.last.ranks
                 if r.running
             ),
+            hints=tuple(self._hints),
         )
 
     def _node_view(self, name: str, node: _Node, now: float) -> NodeView:

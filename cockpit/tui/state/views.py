@@ -9,7 +9,9 @@ from typing import NamedTuple
 from cockpit.errors import EXIT_REFUSED
 from cockpit.ops.ownership import stop_fix
 from cockpit.telemetry.gpu import GpuSample, MemoryView
+from cockpit.telemetry.metrics import Quantiles
 from cockpit.telemetry.nccl_log import RankTransport
+from cockpit.telemetry.slo import DEFAULT_SLO, Goodput, Slo
 from cockpit.tui.state.inputs import RankOnNode
 
 
@@ -98,8 +100,19 @@ class LaneView:
 
 
 @dataclass(frozen=True)
+class Hint:
+    """One piece of advice: a condition seen on a lane's engine or a node, and what changes it."""
+
+    rule: str  # kv_preemption, output_truncation, queue_backlog, prefix_caching_off, gpu_thermal
+    subject: str  # the lane key or the node
+    title: str  # a few words, for the Engine pane's title
+    text: str  # one line naming the recipe field or the key that changes it
+
+
+@dataclass(frozen=True)
 class EngineView:
-    """A lane's engine, from its last two `/metrics` scrapes plus history."""
+    """A lane's engine: rates from its last two `/metrics` scrapes; latency quantiles, finish
+    reasons, goodput and recent preemptions over its scrapes of the last `window_s` seconds."""
 
     lane_key: str
     at: float
@@ -112,13 +125,27 @@ class EngineView:
     preemptions_total: float | None
     prompt_tps: float | None
     gen_tps: float | None
-    ttft_p50: float | None
-    ttft_p95: float | None
     spec_acceptance: float | None
     kv_history: tuple[float, ...]
     gen_history: tuple[float, ...]
     prompt_history: tuple[float, ...]
     stalled: bool = False
+    window_s: float | None = None
+    ttft: Quantiles | None = None  # server-side: from the request's arrival at the engine
+    tpot: Quantiles | None = None  # per request: decode time / (output tokens - 1)
+    itl: Quantiles | None = None  # per token
+    queue: Quantiles | None = None
+    prefill: Quantiles | None = None
+    decode: Quantiles | None = None
+    e2e: Quantiles | None = None
+    finished: tuple[tuple[str, float], ...] = ()  # (finished_reason, requests), most first
+    finished_per_s: float | None = None
+    goodput: Goodput | None = None
+    slo: Slo = DEFAULT_SLO
+    preemptions_recent: float | None = None
+    backlog_s: float | None = None  # how long more requests have waited than run, so far
+    prefix_caching: bool | None = None
+    advice: tuple[Hint, ...] = ()  # the advisor's hints that hold for this lane now
 
 
 class LogEntry(NamedTuple):
@@ -210,6 +237,7 @@ class FleetSnapshot:
     version: int = 0
     log_sources: tuple[LogSource, ...] = field(default_factory=tuple)
     live_sources: frozenset[LogSource] = frozenset()  # sources whose container runs
+    hints: tuple[tuple[int, Hint], ...] = ()  # (seq, hint) at each onset, newest last
 
     def lane(self, key: str) -> LaneView | None:
         return next((lane for lane in self.lanes if lane.key == key), None)
