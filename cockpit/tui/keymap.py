@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from textual.binding import Binding
 
+PANE_NAMES = ("Lanes", "Nodes", "NCCL", "Log", "Operations", "KV", "Engine", "Bench")
+"""The panes in their layout order, as the pane bar names them; digits 1-8 focus them."""
+
 MAIN_BINDINGS: list[Binding] = [
     Binding(
         "l", "launch", "Launch", id="launch", tooltip="Launch the selected lane on its cluster"
@@ -31,6 +34,17 @@ MAIN_BINDINGS: list[Binding] = [
     ),
     Binding("n", "next_log", "Next log", id="next_log", show=False, tooltip="Next node/rank log"),
     Binding("m", "maximise", "Max", id="maximise", tooltip="Maximise or restore the pane"),
+    *(
+        Binding(
+            str(n),
+            f"pane({n})",
+            name,
+            id=f"pane{n}",
+            show=False,
+            tooltip=f"Focus the {name} pane",
+        )
+        for n, name in enumerate(PANE_NAMES, 1)
+    ),
     Binding("t", "theme", "Theme", id="theme", tooltip="Cycle the colour theme"),
     Binding("question_mark", "help", "Help", id="help", key_display="?"),
     Binding("q", "quit", "Quit", id="quit"),

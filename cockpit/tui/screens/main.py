@@ -23,7 +23,7 @@ from cockpit.ops.events import Finished, OpEvent, Planned, StepFinished
 from cockpit.plan.render import container_name
 from cockpit.startup import resume_collector
 from cockpit.tui.demo import load_while_serving
-from cockpit.tui.keymap import DEMO_ONLY, MAIN_BINDINGS, NODE_CHANGING
+from cockpit.tui.keymap import DEMO_ONLY, MAIN_BINDINGS, NODE_CHANGING, PANE_NAMES
 from cockpit.tui.messages import Facts
 from cockpit.tui.operations import LaneTarget
 from cockpit.tui.screens.confirm import ConfirmScreen
@@ -38,6 +38,7 @@ from cockpit.tui.widgets.lanes import LanesPane
 from cockpit.tui.widgets.logs import LogPane, NcclPane
 from cockpit.tui.widgets.nodes import NodesPane
 from cockpit.tui.widgets.pane import Pane, ViewContext
+from cockpit.tui.widgets.pane_bar import PaneBar
 from cockpit.tui.widgets.tail import TailLog
 
 if TYPE_CHECKING:
@@ -69,6 +70,7 @@ class MainScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Header()
+        yield PaneBar(PANE_NAMES)
         with Horizontal(id="main"):
             with Vertical(id="left"):
                 yield LanesPane()
@@ -431,6 +433,38 @@ class MainScreen(Screen[None]):
         index = (sources.index(current) + 1) % len(sources) if current in sources else 0
         self._pick_log(sources[index])
 
+    def _panes(self) -> list[Pane]:
+        return list(self.query(Pane))
+
+    def action_pane(self, number: int) -> None:
+        """Focus pane `number` (1-8, layout order) and bring it into view: on a narrow terminal
+        the stacked panes are mostly below the fold."""
+        panes = self._panes()
+        if not 1 <= number <= len(panes):
+            return
+        pane = panes[number - 1]
+        if self.maximized is not None and self.maximized is not pane:
+            self.minimize()
+        target = next((w for w in pane.query("*") if w.focusable), None)
+        if target is not None:
+            target.focus()
+        pane.scroll_visible(animate=False)
+        self.repaint_soon()
+
+    def on_descendant_focus(self) -> None:
+        """The pane bar marks the pane the focus is in."""
+        focused = self.focused
+        panes = self._panes()
+        index = next(
+            (
+                i
+                for i, pane in enumerate(panes)
+                if focused is not None and focused in pane.walk_children()
+            ),
+            None,
+        )
+        self.query_one(PaneBar).mark(index)
+
     def action_maximise(self) -> None:
         if self.maximized is not None:
             self.minimize()
@@ -454,6 +488,13 @@ class MainScreen(Screen[None]):
         rows = []
         for binding in MAIN_BINDINGS:
             if binding.action in DEMO_ONLY and self.cockpit.demo is None:
+                continue
+            if binding.action.startswith("pane(") and not any(
+                k.startswith("pane") for k in overrides
+            ):  # one row for the eight of them, unless some were rebound
+                if binding.id == "pane1":
+                    names = ", ".join(f"{n} {name}" for n, name in enumerate(PANE_NAMES, 1))
+                    rows.append((f"1-{len(PANE_NAMES)}", f"Focus a pane: {names}", ""))
                 continue
             keys = overrides.get(binding.id or "", binding.key).split(",")
             shown = ", ".join(
