@@ -18,6 +18,7 @@ from cockpit.config import Inventory
 from cockpit.errors import CockpitError
 from cockpit.tui.feeds import Feed, FollowsContainers, RefreshesNodes
 from cockpit.tui.keymap import DEMO_ONLY, MAIN_BINDINGS
+from cockpit.tui.lane_commands import LaneCommands
 from cockpit.tui.messages import Facts
 from cockpit.tui.operations import Operations
 from cockpit.tui.screens.main import MainScreen
@@ -30,6 +31,9 @@ from cockpit.tui.theming import DEFAULT_THEME, THEMES_DIR, load_themes
 if TYPE_CHECKING:
     from cockpit.tui.demo import Demo
 
+TEXTUAL_DUPLICATES = frozenset({"Theme", "Maximize", "Minimize", "Keys"})
+"""Textual's own palette entries the cockpit's keys already offer (`t` cycles the cockpit's
+themes and remembers the choice, `m` maximises the pane, `?` lists the keys)."""
 FEED_RETRY_S = 1.0
 FEED_RETRY_CAP_S = 30.0
 _SAVING = threading.Lock()  # serialises the theme saves of the settings worker threads
@@ -38,6 +42,7 @@ _SAVING = threading.Lock()  # serialises the theme saves of the settings worker 
 class CockpitApp(App[None]):
     TITLE = "cockpit"
     ENABLE_COMMAND_PALETTE = True
+    COMMANDS = App.COMMANDS | {LaneCommands}
 
     def __init__(
         self,
@@ -172,7 +177,9 @@ class CockpitApp(App[None]):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """The palette lists the main screen's keys (same bindings as the footer and `?`)."""
-        yield from super().get_system_commands(screen)
+        for command in super().get_system_commands(screen):
+            if command.title not in TEXTUAL_DUPLICATES:
+                yield command
         main = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
         if main is None:
             return

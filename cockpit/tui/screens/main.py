@@ -203,6 +203,11 @@ class MainScreen(Screen[None]):
         key = self.cockpit.keymap_overrides.get("restore")
         return key or next(b.key for b in MAIN_BINDINGS if b.id == "restore")
 
+    def operate(self, name: str, target: LaneTarget) -> None:
+        """Run a lane operation on `target` as its key would on the selected lane (the command
+        palette's lane entries): plan, confirmation, then the events."""
+        self._operate(name, target)
+
     def _operate(self, name: str, target: LaneTarget | None = None, *, ask: bool = True) -> None:
         if self.cockpit.readonly and name in NODE_CHANGING:
             self.notify(
