@@ -46,10 +46,19 @@ class FleetOperations:
         self.served_before: list[Served] = []
 
     def launch(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
+        return self._launch(target, sync_image=False)
+
+    def sync_launch(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
+        """`launch --sync-image`: the image copied to the nodes that lack it, then the launch
+        (the fix the TUI offers after a launch refused for a missing image)."""
+        return self._launch(target, sync_image=True)
+
+    def _launch(self, target: LaneTarget, *, sync_image: bool) -> AsyncIterator[OpEvent]:
         from cockpit.ops.launch import launch
 
         self.ctx.pool.retry_now()
-        return launch(self.ctx, self.ctx.inventory.recipe(target.lane), target.cluster)
+        recipe = self.ctx.inventory.recipe(target.lane)
+        return launch(self.ctx, recipe, target.cluster, sync_image=sync_image)
 
     def stop(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
         from cockpit.ops.stop import stop

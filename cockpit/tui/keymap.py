@@ -17,6 +17,13 @@ MAIN_BINDINGS: list[Binding] = [
     Binding("b", "bench", "Bench", id="bench", tooltip="Bench the selected lane (depth sweep)"),
     Binding("w", "switch", "Switch", id="switch", tooltip="Switch the lane onto its cluster"),
     Binding("g", "load", "Load", id="load", tooltip="Start or stop the demo's synthetic load"),
+    Binding(
+        "F",
+        "fix",
+        "Fix",
+        id="fix",
+        tooltip="Run the last refusal's fix (e.g. sync the image, then launch)",
+    ),
     Binding("x", "cancel_op", "Cancel", id="cancel", tooltip="Cancel the newest operation"),
     Binding(
         "r",
@@ -50,7 +57,9 @@ MAIN_BINDINGS: list[Binding] = [
     Binding("q", "quit", "Quit", id="quit"),
 ]
 
-NODE_CHANGING: frozenset[str] = frozenset({"launch", "stop", "sync", "bench", "switch", "restore"})
+NODE_CHANGING: frozenset[str] = frozenset(
+    {"launch", "stop", "sync", "bench", "switch", "restore", "fix", "sync_launch"}
+)
 """Actions that change a node; `--readonly` refuses them (and says so)."""
 DEMO_ONLY: frozenset[str] = frozenset({"load"})
 """Actions only `cockpit demo` has (elsewhere hidden from the footer, help and palette)."""

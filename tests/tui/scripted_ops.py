@@ -55,6 +55,9 @@ class ScriptedOperations:
     def launch(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
         return self._op("launch", target)
 
+    def sync_launch(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
+        return self._op("sync_launch", target)
+
     def stop(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
         return self._op("stop", target)
 

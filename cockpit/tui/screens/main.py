@@ -19,13 +19,13 @@ from textual.widgets import Header, Input
 
 from cockpit.bench.load import LoadCount
 from cockpit.errors import EXIT_REFUSED, CockpitError
-from cockpit.ops.events import Finished, OpEvent, Planned, StepFinished
+from cockpit.ops.events import Finished, Notice, OpEvent, Planned, Severity, StepFinished
 from cockpit.plan.render import container_name
 from cockpit.startup import resume_collector
 from cockpit.tui.demo import load_while_serving
 from cockpit.tui.keymap import DEMO_ONLY, MAIN_BINDINGS, NODE_CHANGING, PANE_NAMES
 from cockpit.tui.messages import Facts
-from cockpit.tui.operations import LaneTarget
+from cockpit.tui.operations import Fix, LaneTarget, confirm_warning, fix_for
 from cockpit.tui.screens.confirm import ConfirmScreen
 from cockpit.tui.screens.details import DetailsScreen
 from cockpit.tui.screens.help import HelpScreen
@@ -67,6 +67,7 @@ class MainScreen(Screen[None]):
         self._shown_version = -1
         self._shown_at = 0.0
         self._runs = itertools.count(1)
+        self._fix: Fix | None = None  # what the `fix` key runs after a refusal it can mend
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -199,9 +200,9 @@ class MainScreen(Screen[None]):
             return
         self._operate("restore", target)
 
-    def _restore_key(self) -> str:
-        key = self.cockpit.keymap_overrides.get("restore")
-        return key or next(b.key for b in MAIN_BINDINGS if b.id == "restore")
+    def _key_of(self, binding_id: str) -> str:
+        key = self.cockpit.keymap_overrides.get(binding_id)
+        return key or next(b.key for b in MAIN_BINDINGS if b.id == binding_id)
 
     def operate(self, name: str, target: LaneTarget) -> None:
         """Run a lane operation on `target` as its key would on the selected lane (the command
@@ -295,7 +296,7 @@ class MainScreen(Screen[None]):
         confirmed = (
             not ask
             or not isinstance(first, Planned)
-            or await self.app.push_screen_wait(ConfirmScreen(first))
+            or await self.app.push_screen_wait(ConfirmScreen(first, self._warning(first)))
         )
         if not confirmed:
             await events.aclose()  # type: ignore[attr-defined]
@@ -305,23 +306,48 @@ class MainScreen(Screen[None]):
         if isinstance(first, Finished):
             self._announce(first)
             return
+        self._set_fix(None)  # a new operation: an earlier refusal's fix no longer stands
+        checks: set[str] = set()  # the preflight checks that failed
         try:
             async for event in events:
                 self._post(run, event)
+                if isinstance(event, Notice) and event.check and event.severity is Severity.ERROR:
+                    checks.add(event.check)
                 if isinstance(event, Finished) and event.op == first.op:
-                    self._announce(event)
+                    fix = fix_for(event, checks)
+                    self._set_fix(fix)
+                    self._announce(event, fix)
         except asyncio.CancelledError:
             await self._roll_back(run, first, events)
 
-    def _announce(self, finished: Finished) -> None:
+    def _warning(self, planned: Planned) -> str:
+        key = lane_key(planned.lane, planned.cluster) if planned.lane else None
+        return confirm_warning(planned, self.snap.lane(key) if self.snap and key else None)
+
+    def _set_fix(self, fix: Fix | None) -> None:
+        if fix != self._fix:
+            self._fix = fix
+            self.refresh_bindings()  # the footer offers the key only while there is a fix
+
+    def action_fix(self) -> None:
+        """Run what the last refusal named as its fix (`fix` binding), e.g. sync then launch."""
+        fix = self._fix
+        if fix is None:
+            self.notify("fix: no refusal to mend", timeout=3)
+            return
+        self._operate(fix.op, fix.target)
+
+    def _announce(self, finished: Finished, fix: Fix | None = None) -> None:
         if finished.ok:
             self.notify(f"{finished.op}: {finished.summary}")
             return
         refused = finished.exit_code == EXIT_REFUSED
         message = f"{finished.op} {'refused' if refused else 'failed'}: {finished.summary}"
+        if fix is not None:
+            message += f" — press {self._key_of('fix')} to {fix.does}"
         restorable = getattr(self.cockpit.operations, "restorable", None)
         if finished.op == "switch" and not refused and restorable and restorable():
-            message += f" — press {self._restore_key()} to restore the previous lane"
+            message += f" — press {self._key_of('restore')} to restore the previous lane"
         self.notify(message, severity="warning" if refused else "error", timeout=OUTCOME_NOTICE_S)
 
     async def _roll_back(self, run: int, first: OpEvent, events: AsyncIterator[OpEvent]) -> None:
@@ -382,7 +408,9 @@ class MainScreen(Screen[None]):
         self._start_load()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """The demo's load exists only in `cockpit demo`."""
+        """The demo's load exists only in `cockpit demo`; `fix` only after a refusal it mends."""
+        if action == "fix":
+            return self._fix is not None
         return action not in DEMO_ONLY or self.cockpit.demo is not None
 
     @property
