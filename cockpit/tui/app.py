@@ -150,13 +150,15 @@ class CockpitApp(App[None]):
             if main is not None:
                 main.reveal()
 
-    async def terminate(self, signum: int) -> None:
+    async def terminate(self, signum: int, rolled_back: Callable[[], None] = lambda: None) -> None:
         """SIGTERM/SIGHUP: the running operations are cancelled (each rolls back), then the app
-        exits with 128 + the signal's number."""
+        exits with 128 + the signal's number. `rolled_back` runs in between, in this task (a done
+        callback would wait for a loop iteration that a blocked shutdown never gives)."""
         main = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
         if main is not None:
             self.notify("signal received: rolling back the running operations", severity="warning")
             await main.cancel_operations()
+        rolled_back()
         self.exit(return_code=128 + signum)
 
     def cycle_theme(self) -> str:
