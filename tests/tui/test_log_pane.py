@@ -181,8 +181,9 @@ def test_a_saved_log_is_named_by_time_lane_and_rank() -> None:
 def test_the_pure_parts_of_the_tail() -> None:
     assert clock(STAMP) == "19:06:27.123" and clock("2026-10-02T19:06:27Z") == "19:06:27"
     assert clock("") == " " * 12
-    assert wrap("abcdefghij", 4) == ["abcd", "efgh", "ij"] and wrap("", 4) == [""]
-    assert wrap("日本語のログ", 4) == ["日本", "語の", "ログ"]  # by cells, not characters
+    assert wrap("abcdefghij", 4) == ["abcd", "  ef", "  gh", "  ij"] and wrap("", 4) == [""]
+    assert wrap("abcd", 4) == ["abcd"] and wrap("a\tb", 10) == ["a       b"]
+    assert wrap("日本語のログ", 4) == ["日本", "  語", "  の", "  ロ", "  グ"]  # cells, not chars
     access = LogEntry(1, "dgx5", 0, SCRAPE, access=True)
     assert not keep(access, "", 0) and keep(access, "", 0, access=True)
     assert not keep(access, "engine", 0, access=True)  # the search still applies
@@ -196,3 +197,27 @@ async def test_the_help_lists_the_log_keys(make_app: Callable[..., CockpitApp]) 
         assert isinstance(screen, MainScreen)
         described = {desc for _, desc, _ in screen.key_rows()}
         assert {b.tooltip for b in TAIL_BINDINGS} <= described
+
+
+async def test_a_following_log_shows_its_end_after_a_way_of_showing_changed(
+    make_app: Callable[..., CockpitApp],
+) -> None:
+    """Seen in the demo: `a` rewrote the buffer but the view stayed where it was, far above the
+    newest line (Textual's `Log.clear` keeps the scroll offset, so the rows written after it
+    were not scrolled to)."""
+    app = make_app()
+    lines = tuple(f"{STAMP} {line}" for line in SERVED * 40)
+    app.store.apply(RankLines("dgx5", scene.LANE, scene.CLUSTER, 0, lines, scene.T0))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        _, _, tail = parts(app)
+        for key in ("a", "T", "W", "a", "W", "T"):
+            await pilot.press(key)
+            await pilot.pause()
+            assert tail.following and tail.max_scroll_y > 0
+            assert tail.is_vertical_scroll_end, (key, tail.scroll_y, tail.max_scroll_y)
+        for _ in range(2):  # another rank's log, then this one again: each from its end
+            await pilot.press("n")
+            await pilot.pause()
+            assert tail.is_vertical_scroll_end, (tail.scroll_y, tail.max_scroll_y)
+        assert tail.max_scroll_y > 0 and parts(app)[1].source == HEAD

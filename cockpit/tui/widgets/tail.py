@@ -68,8 +68,12 @@ def clock(ts: str) -> str:
 
 
 def wrap(line: str, width: int) -> list[str]:
-    """`line` as rows of at most `width` cells (an empty line is one empty row)."""
-    return chop_cells(line.expandtabs(), width) or [""]
+    """`line` as rows of at most `width` cells, the rows after its first indented by two: a
+    wrapped line reads as one, not as several lines of the log."""
+    first, *rest = chop_cells(line.expandtabs(), width) or [""]
+    if not rest:
+        return [first]
+    return [first, *(f"  {row}" for row in chop_cells("".join(rest), max(width - 2, 1)))]
 
 
 class TailLog(Log):
@@ -118,7 +122,7 @@ class TailLog(Log):
         self._entries = entries
         if source != self._source:
             self._source, self._last_seq = source, -1
-            self.clear()
+            self._clear()
         if not entries or entries[-1].seq <= self._last_seq:
             return
         # entries are in seq order: the first unseen one is found by bisection
@@ -133,11 +137,19 @@ class TailLog(Log):
 
     def refilter(self) -> None:
         """Re-render the whole buffer after the filter, level or a way of showing changed."""
-        self.clear()
+        self._clear()
         self.highlighter.term = self.term
         entries = self._entries
         self._last_seq = entries[-1].seq if entries else -1
         self.write_lines(self._rows(entries)[-self.max_lines :], scroll_end=self.following)
+
+    def _clear(self) -> None:
+        """Empty the log. `Log.clear` keeps the scroll offset, and `write_lines` scrolls to the
+        end only from the end: a following tail starts again from the top, so the rows written
+        next are scrolled to."""
+        self.clear()
+        if self.following:
+            self.scroll_to(0, 0, animate=False, immediate=True)
 
     def on_resize(self, _: Resize) -> None:
         if self.wrapping and self._wrap_width() != self._wrapped_at:
