@@ -221,3 +221,25 @@ async def test_a_following_log_shows_its_end_after_a_way_of_showing_changed(
             await pilot.pause()
             assert tail.is_vertical_scroll_end, (tail.scroll_y, tail.max_scroll_y)
         assert tail.max_scroll_y > 0 and parts(app)[1].source == HEAD
+
+
+async def test_a_following_log_keeps_its_end_in_view_as_a_boot_streams_in(
+    make_app: Callable[..., CockpitApp],
+) -> None:
+    """Seen in the demo: the head's boot came in batches, the pane lost a row on the way (the
+    panes around it grow as ranks appear) and the log stayed above its end for good, showing
+    the boot while the lane served."""
+    app = make_app(with_scene=False)
+    app.store.apply_all(scene.node_samples(app.store.inventory))
+    boot = (scene.FIXTURES / "vllm_boot_spark_first.log").read_text().splitlines()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(1.2)  # the later panes are laid out
+        batches = [boot[i : i + 5] for i in range(0, len(boot), 5)] + [[SCRAPE, STATS]] * 5
+        for batch in batches:
+            lines = tuple(f"{STAMP} {line}" for line in batch)
+            app.store.apply(RankLines("dgx5", scene.LANE, scene.CLUSTER, 0, lines, scene.T0))
+            await pilot.pause(0.06)
+        _, _, tail = parts(app)
+        assert tail.following and tail.max_scroll_y > 0
+        assert tail.is_vertical_scroll_end, (tail.scroll_y, tail.max_scroll_y)
+        assert tail.lines[-1] == STATS

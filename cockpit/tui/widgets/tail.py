@@ -152,8 +152,13 @@ class TailLog(Log):
             self.scroll_to(0, 0, animate=False, immediate=True)
 
     def on_resize(self, _: Resize) -> None:
+        """A new width rewraps; a following tail keeps its end in view. `Log` scrolls to the end
+        only when a write finds it there, and a pane one row shorter (the panes around it grow
+        as lanes and ranks appear) leaves it one row above: it would stay there for good."""
         if self.wrapping and self._wrap_width() != self._wrapped_at:
             self.refilter()
+        if self.following:
+            self.scroll_end(animate=False, x_axis=False)
 
     def set_following(self, on: bool) -> None:
         self.following = on
