@@ -38,7 +38,7 @@ MAIN_BINDINGS: list[Binding] = [
         "Access lines",
         id="access",
         show=False,
-        tooltip="Show or fold the log's access lines (requests that succeeded)",
+        tooltip="Show or fold the log's access lines",
     ),
     Binding("W", "wrap", "Wrap", id="wrap", show=False, tooltip="Wrap or cut long log lines"),
     Binding(
@@ -50,7 +50,7 @@ MAIN_BINDINGS: list[Binding] = [
         "Save log",
         id="save_log",
         show=False,
-        tooltip="Save the log's buffer to a file (logs/ in the current folder)",
+        tooltip="Save the log's buffer to a file in logs/",
     ),
     Binding("m", "maximise", "Max", id="maximise", tooltip="Maximise or restore the pane"),
     Binding("t", "theme", "Theme", id="theme", tooltip="Cycle the colour theme"),

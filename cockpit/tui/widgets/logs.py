@@ -3,6 +3,8 @@ tail) and the container Log pane."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.events import MouseScrollUp
@@ -135,8 +137,8 @@ class LogPane(_TailPane):
         self._rerender()
         return LEVELS[tail.level]
 
-    def toggle(self, way: str) -> bool:
-        """Flip a way of showing the log (`access`, `wrapping`, `times`); returns it."""
+    def toggle(self, way: Literal["access", "wrapping", "times"]) -> bool:
+        """Flip a way of showing the log (a `TailLog` flag); returns it."""
         tail = self.tail()
         on = not getattr(tail, way)
         setattr(tail, way, on)
