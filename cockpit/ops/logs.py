@@ -4,8 +4,8 @@ Which containers (pure, `pick`): the lane's ranks the nodes list (exited ones to
 kept until a stop removes them), on one cluster; the head by default, one rank, or all. Reading
 (`read`): one `docker logs --timestamps` per rank over the pool, stdout and stderr merged
 (`follow_logs_command`), and the lines put in time order by `Interleave`: a rank's lines are in
-order already, so a line goes out once every other rank still reading has a later one waiting,
-or has been silent for `hold_s` (while following: a quiet worker must not hold up its head).
+order already, so a line goes out once every other rank still reading has a line waiting, or,
+while following, FOLLOW_HOLD_S after it came (a quiet worker must not hold up its head's lines).
 """
 
 from __future__ import annotations
