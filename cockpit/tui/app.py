@@ -17,7 +17,7 @@ from textual.screen import Screen
 from cockpit.config import Inventory
 from cockpit.errors import CockpitError
 from cockpit.tui.feeds import Feed, FollowsContainers, RefreshesNodes
-from cockpit.tui.keymap import DEMO_ONLY, MAIN_BINDINGS
+from cockpit.tui.keymap import BINDING_IDS, DEMO_ONLY, MAIN_BINDINGS, TAIL_BINDINGS
 from cockpit.tui.lane_commands import LaneCommands
 from cockpit.tui.messages import Facts
 from cockpit.tui.operations import Operations
@@ -77,7 +77,7 @@ class CockpitApp(App[None]):
             self.register_theme(theme)
         wanted = settings.theme if settings.theme in self.available_themes else DEFAULT_THEME
         self.theme = wanted if wanted in self.available_themes else "textual-dark"
-        self._bad_keymap = sorted(set(settings.keymap) - {b.id for b in MAIN_BINDINGS if b.id})
+        self._bad_keymap = sorted(set(settings.keymap) - BINDING_IDS)
         self.keymap_overrides = {
             k: v for k, v in settings.keymap.items() if k not in self._bad_keymap
         }
@@ -86,7 +86,7 @@ class CockpitApp(App[None]):
     def on_mount(self) -> None:
         self.push_screen(MainScreen())
         if self._bad_keymap:
-            known = ", ".join(b.id for b in MAIN_BINDINGS if b.id)
+            known = ", ".join(b.id for b in (*MAIN_BINDINGS, *TAIL_BINDINGS) if b.id)
             self.notify(
                 f"{self.settings.path}: unknown key id(s) {', '.join(self._bad_keymap)} "
                 f"(known: {known})",

@@ -3,6 +3,8 @@ palette and the user's keymap overrides all read."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from textual.binding import Binding
 
 PANE_NAMES = ("Lanes", "Nodes", "NCCL", "Log", "Operations", "KV", "Engine", "Bench")
@@ -40,6 +42,26 @@ MAIN_BINDINGS: list[Binding] = [
         "v", "level", "Log level", id="level", show=False, tooltip="Cycle the log level filter"
     ),
     Binding("n", "next_log", "Next log", id="next_log", show=False, tooltip="Next node/rank log"),
+    Binding(
+        "a",
+        "access",
+        "Access lines",
+        id="access",
+        show=False,
+        tooltip="Show or fold the log's access lines",
+    ),
+    Binding("W", "wrap", "Wrap", id="wrap", show=False, tooltip="Wrap or cut long log lines"),
+    Binding(
+        "T", "timestamps", "Times", id="timestamps", show=False, tooltip="Show or hide log times"
+    ),
+    Binding(
+        "ctrl+s",
+        "save_log",
+        "Save log",
+        id="save_log",
+        show=False,
+        tooltip="Save the log's buffer to a file in logs/",
+    ),
     Binding("m", "maximise", "Max", id="maximise", tooltip="Maximise or restore the pane"),
     *(
         Binding(
@@ -63,3 +85,34 @@ NODE_CHANGING: frozenset[str] = frozenset(
 """Actions that change a node; `--readonly` refuses them (and says so)."""
 DEMO_ONLY: frozenset[str] = frozenset({"load"})
 """Actions only `cockpit demo` has (elsewhere hidden from the footer, help and palette)."""
+
+TAIL_BINDINGS: list[Binding] = [
+    Binding(
+        "right",
+        "page_right",
+        "Page right",
+        id="log_page_right",
+        show=False,
+        tooltip="Scroll the focused log right by a page",
+    ),
+    Binding(
+        "left",
+        "page_left",
+        "Page left",
+        id="log_page_left",
+        show=False,
+        tooltip="Scroll the focused log left by a page",
+    ),
+]
+"""The focused log's own keys (a cut line is read a page at a time, not one column a key)."""
+
+BINDING_IDS: frozenset[str] = frozenset(b.id for b in (*MAIN_BINDINGS, *TAIL_BINDINGS) if b.id)
+"""What a user's `[keymap]` may name."""
+
+
+def key_of(binding_id: str, overrides: Mapping[str, str]) -> str:
+    """The key a binding answers to, the user's first when the keymap gives several."""
+    keys = overrides.get(binding_id) or next(
+        b.key for b in (*MAIN_BINDINGS, *TAIL_BINDINGS) if b.id == binding_id
+    )
+    return keys.split(",")[0].strip()

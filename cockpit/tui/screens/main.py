@@ -7,6 +7,7 @@ import contextlib
 import itertools
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, cast
 
 from textual import on
@@ -17,13 +18,21 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Header, Input
 
+from cockpit.atomic import write_atomic
 from cockpit.bench.load import LoadCount
 from cockpit.errors import EXIT_REFUSED, CockpitError
 from cockpit.ops.events import Finished, Notice, OpEvent, Planned, Severity, StepFinished
 from cockpit.plan.render import container_name
 from cockpit.startup import resume_collector
 from cockpit.tui.demo import load_while_serving
-from cockpit.tui.keymap import DEMO_ONLY, MAIN_BINDINGS, NODE_CHANGING, PANE_NAMES
+from cockpit.tui.keymap import (
+    DEMO_ONLY,
+    MAIN_BINDINGS,
+    NODE_CHANGING,
+    PANE_NAMES,
+    TAIL_BINDINGS,
+    key_of,
+)
 from cockpit.tui.messages import Facts
 from cockpit.tui.operations import Fix, LaneTarget, confirm_warning, fix_for
 from cockpit.tui.screens.confirm import ConfirmScreen
@@ -78,7 +87,7 @@ class MainScreen(Screen[None]):
                 yield NodesPane()
                 with Horizontal(id="tails"):
                     yield NcclPane()
-                    yield LogPane()
+                    yield LogPane(key_of("access", self.cockpit.keymap_overrides))
             with Vertical(id="right"):
                 yield OpsPane()
                 yield KvPane()
@@ -199,10 +208,6 @@ class MainScreen(Screen[None]):
             self.notify("restore: no failed switch to undo", timeout=3)
             return
         self._operate("restore", target)
-
-    def _key_of(self, binding_id: str) -> str:
-        key = self.cockpit.keymap_overrides.get(binding_id)
-        return key or next(b.key for b in MAIN_BINDINGS if b.id == binding_id)
 
     def operate(self, name: str, target: LaneTarget) -> None:
         """Run a lane operation on `target` as its key would on the selected lane (the command
@@ -344,10 +349,11 @@ class MainScreen(Screen[None]):
         refused = finished.exit_code == EXIT_REFUSED
         message = f"{finished.op} {'refused' if refused else 'failed'}: {finished.summary}"
         if fix is not None:
-            message += f" — press {self._key_of('fix')} to {fix.does}"
+            message += f" — press {key_of('fix', self.cockpit.keymap_overrides)} to {fix.does}"
         restorable = getattr(self.cockpit.operations, "restorable", None)
         if finished.op == "switch" and not refused and restorable and restorable():
-            message += f" — press {self._key_of('restore')} to restore the previous lane"
+            key = key_of("restore", self.cockpit.keymap_overrides)
+            message += f" — press {key} to restore the previous lane"
         self.notify(message, severity="warning" if refused else "error", timeout=OUTCOME_NOTICE_S)
 
     async def _roll_back(self, run: int, first: OpEvent, events: AsyncIterator[OpEvent]) -> None:
@@ -441,7 +447,7 @@ class MainScreen(Screen[None]):
 
     @on(Input.Submitted, "#log-search")
     def _search(self, event: Input.Submitted) -> None:
-        self.query_one(LogPane).apply_filter(event.value, self.snap)
+        self.query_one(LogPane).apply_filter(event.value)
 
     def action_follow(self) -> None:
         focused = self.focused
@@ -455,8 +461,49 @@ class MainScreen(Screen[None]):
         self.notify("following the tail" if on else "paused: new lines are counted", timeout=2)
 
     def action_level(self) -> None:
-        level = self.query_one(LogPane).cycle_level(self.snap)
+        level = self.query_one(LogPane).cycle_level()
         self.notify(f"log level: {level}", timeout=2)
+
+    def action_access(self) -> None:
+        log = self.query_one(LogPane)
+        shown = log.toggle("access")
+        self.notify(f"access lines {'shown' if shown else 'folded'} ({log.access} in the log)",
+                    timeout=2)  # fmt: skip
+
+    def action_wrap(self) -> None:
+        wrapped = self.query_one(LogPane).toggle("wrapping")
+        self.notify("log lines wrapped" if wrapped else "log lines cut (→/← by a page)", timeout=2)
+
+    def action_timestamps(self) -> None:
+        on = self.query_one(LogPane).toggle("times")
+        self.notify(f"log times {'shown' if on else 'hidden'}", timeout=2)
+
+    def action_save_log(self) -> None:
+        """The Log pane's whole buffer to `logs/…` (cockpit.tui.logfile), written in a thread:
+        the atomic write's fsyncs stay off the event loop."""
+        from cockpit.tui.logfile import log_path, log_text  # a rare key: loaded when pressed
+
+        source = self.query_one(LogPane).source
+        entries = self.snap.logs.get(source, ()) if self.snap and source else ()
+        if source is None or not entries:
+            self.notify("no log lines to save", severity="warning", timeout=3)
+            return
+        path = log_path(source, datetime.now(UTC))
+        text = log_text(entries)
+
+        def save() -> None:
+            try:
+                write_atomic(path, text)
+            except OSError as exc:
+                self.app.call_from_thread(
+                    self.notify, f"log not saved: {exc}", severity="error", timeout=8
+                )
+                return
+            rank = f"{source.node}/r{source.rank}"
+            saved = f"saved {len(entries)} lines of {rank} to {path.resolve()}"
+            self.app.call_from_thread(self.notify, saved, timeout=8)
+
+        self.run_worker(save, thread=True, group="save-log", exit_on_error=False)
 
     def action_next_log(self) -> None:
         sources = self.snap.log_sources if self.snap else ()
@@ -516,10 +563,11 @@ class MainScreen(Screen[None]):
         self.app.exit()
 
     def key_rows(self) -> list[tuple[str, str, str]]:
-        """(keys, description, note) for every binding of this screen, keymap overrides applied."""
+        """(keys, description, note) for every binding of this screen and of its logs, keymap
+        overrides applied."""
         overrides = self.cockpit.keymap_overrides
         rows = []
-        for binding in MAIN_BINDINGS:
+        for binding in (*MAIN_BINDINGS, *TAIL_BINDINGS):
             if binding.action in DEMO_ONLY and self.cockpit.demo is None:
                 continue
             if binding.action.startswith("pane(") and not any(

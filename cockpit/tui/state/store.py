@@ -33,8 +33,10 @@ from cockpit.ops.events import (
 from cockpit.plan import plan_lane
 from cockpit.redact import shown
 from cockpit.telemetry.boot import BootPhase, BootState, advance
+from cockpit.telemetry.docker_out import split_time
 from cockpit.telemetry.metrics import EngineMetrics, kv_pool_gib, window
 from cockpit.telemetry.nccl_log import TransportTracker
+from cockpit.telemetry.vllm_log import routine_access
 from cockpit.tui.state.inputs import (
     EngineSampled,
     NodeLost,
@@ -106,6 +108,7 @@ class _Engine:
 class _Log:
     lines: deque[LogEntry] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
     dropped: int = 0
+    access: int = 0  # routine access lines among `lines`
     frozen: tuple[LogEntry, ...] = ()
     frozen_seq: int = -1
 
@@ -273,22 +276,28 @@ class Store:
         boot = self._boot.get(key, BootState()) if item.rank == 0 else None
         seen = nccl.seen
         tracker: TransportTracker | None = None
+        lines = log.lines
         for raw in item.lines:
             self._seq += 1
-            level = _level(raw)
-            entry = LogEntry(self._seq, item.node, item.rank, shown(raw), level)
-            if "NCCL " in raw:
+            ts, text = split_time(raw)
+            level = _level(text)
+            access = level is None and routine_access(text)
+            entry = LogEntry(self._seq, item.node, item.rank, shown(text), level, ts, access)
+            if "NCCL " in text:
                 nccl.tail.append(entry)
-                if level is not None or raw not in seen:  # a repeated INFO line adds nothing
+                if level is not None or text not in seen:  # a repeated INFO line adds nothing
                     if tracker is None:
                         tracker = nccl.ranks.setdefault((item.node, item.rank), TransportTracker())
-                    tracker.feed(raw)
-                    seen[raw] = None
+                    tracker.feed(text)
+                    seen[text] = None
                     if len(seen) > NCCL_SEEN:
                         del seen[next(iter(seen))]
-            log.lines.append(entry)
+            if len(lines) == LOG_LINES and lines[0].access:  # about to fall off the buffer
+                log.access -= 1
+            lines.append(entry)
+            log.access += access
             if boot is not None and boot.phase not in _BOOT_DONE:
-                boot = advance(boot, raw)
+                boot = advance(boot, text)
         if boot is not None:  # the failed line is shown in the Lanes pane: as every log line
             failed = boot.failed_line
             self._boot[key] = replace(boot, failed_line=shown(failed)) if failed else boot
@@ -439,6 +448,7 @@ class Store:
             },
             logs=logs,
             dropped={source: log.dropped for source, log in self._logs.items() if log.dropped},
+            access={source: log.access for source, log in self._logs.items() if log.access},
             ops=ops,
             bench=tuple(self._bench),
             version=self.version,

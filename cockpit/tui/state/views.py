@@ -127,8 +127,10 @@ class LogEntry(NamedTuple):
     seq: int
     node: str
     rank: int
-    text: str
+    text: str  # as the container wrote it (redacted, control characters escaped)
     level: str | None = None
+    ts: str = ""  # docker's RFC 3339 time of the line, "" when the stream had none
+    access: bool = False  # a routine access line (`routine_access`): folded by default
 
 
 class LogSource(NamedTuple):
@@ -210,6 +212,7 @@ class FleetSnapshot:
     version: int = 0
     log_sources: tuple[LogSource, ...] = field(default_factory=tuple)
     live_sources: frozenset[LogSource] = frozenset()  # sources whose container runs
+    access: dict[LogSource, int] = field(default_factory=dict)  # access lines in each log
 
     def lane(self, key: str) -> LaneView | None:
         return next((lane for lane in self.lanes if lane.key == key), None)
