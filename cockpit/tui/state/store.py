@@ -460,6 +460,7 @@ class Store:
                 for r in node.last.ranks
                 if r.running
             ),
+            boots=dict(self._boot),
         )
 
     def _node_view(self, name: str, node: _Node, now: float) -> NodeView:

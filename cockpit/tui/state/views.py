@@ -8,6 +8,7 @@ from typing import NamedTuple
 
 from cockpit.errors import EXIT_REFUSED
 from cockpit.ops.ownership import stop_fix
+from cockpit.telemetry.boot import BootState
 from cockpit.telemetry.gpu import GpuSample, MemoryView
 from cockpit.telemetry.nccl_log import RankTransport
 from cockpit.tui.state.inputs import RankOnNode
@@ -213,6 +214,7 @@ class FleetSnapshot:
     log_sources: tuple[LogSource, ...] = field(default_factory=tuple)
     live_sources: frozenset[LogSource] = frozenset()  # sources whose container runs
     access: dict[LogSource, int] = field(default_factory=dict)  # access lines in each log
+    boots: dict[str, BootState] = field(default_factory=dict)  # lane key → its head's boot log
 
     def lane(self, key: str) -> LaneView | None:
         return next((lane for lane in self.lanes if lane.key == key), None)
