@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from cockpit.bench import artifacts
 from cockpit.bench.likeness import WARM, Likeness
-from cockpit.bench.models import PointSpec
+from cockpit.bench.models import PointSpec, SweepPlan
 from cockpit.ops.context import OpContext
 from cockpit.ops.events import OpEvent, Planned
 from cockpit.plan import LanePlan, plan_lane
@@ -85,14 +85,15 @@ class FleetOperations:
 
     async def bench(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
         """The sweep's points as the plan, then the bench operation's own events."""
-        from cockpit.bench.run import BenchRequest, bench, beyond_context, default_points
+        from cockpit.bench.run import BenchRequest, bench
+        from cockpit.bench.sweep_plan import beyond_context
         from cockpit.ops.readiness import base_url
 
         inventory = self.ctx.inventory
         plan = plan_lane(
             inventory, inventory.recipe(target.lane), inventory.cluster(target.cluster)
         )
-        points = self.bench_points or default_points()
+        points = self.bench_points or SweepPlan(runs=BENCH_RUNS).points
         mml = plan.recipe.serve.max_model_len
         skipped = set(beyond_context(points, mml))
         runs = len(points) - len(skipped)
