@@ -53,3 +53,23 @@ async def test_the_palette_has_no_duplicate_of_textuals_own_entries(
         titles = [c.title for c in app.get_system_commands(app.screen)]
         assert "Theme" not in titles and "Maximize" not in titles and "Keys" not in titles
         assert len(titles) == len(set(titles))
+
+
+async def test_a_bench_from_the_palette_opens_its_plan_editor(
+    make_app: Callable[..., CockpitApp],
+) -> None:
+    from cockpit.tui.screens.bench_plan import BenchPlanScreen
+
+    app = make_app(operations=ScriptedOperations())
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause(0.3)
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.2)
+        await pilot.press(*"bench qwen dac")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        for _ in range(40):
+            if isinstance(app.screen, BenchPlanScreen):
+                break
+            await pilot.pause(0.05)
+        assert isinstance(app.screen, BenchPlanScreen)

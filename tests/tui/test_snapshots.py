@@ -48,3 +48,28 @@ def test_help_screen_lists_the_keys(
 ) -> None:
     assert snap_compare(make_app(readonly=True), press=["question_mark"], terminal_size=(100, 30),
                         run_before=settle)  # fmt: skip
+
+
+def test_bench_plan_editor(
+    snap_compare: Callable[..., bool], make_app: Callable[..., CockpitApp]
+) -> None:
+    """`b` on the 32K Qwen lane: the CLI's defaults with three runs, the depths it cannot hold
+    flagged under the field."""
+    from textual.widgets import Input
+
+    from cockpit.tui.screens.bench_plan import BenchPlanScreen
+    from tests.tui.scripted_ops import ScriptedOperations
+    from tests.tui.test_keys import select_lane
+
+    async def open_editor(pilot: Pilot) -> None:
+        await settle(pilot)
+        await select_lane(pilot.app, "qwen3-0.6b-2x@dgx56-switch")  # type: ignore[arg-type]
+        await pilot.press("b")
+        while not isinstance(pilot.app.screen, BenchPlanScreen):  # the last plan read in a thread
+            await pilot.pause(0.05)
+        for field in pilot.app.screen.query(Input):
+            field.cursor_blink = False  # one frame, whenever it is taken
+        await pilot.pause(0.1)
+
+    app = make_app(operations=ScriptedOperations())
+    assert snap_compare(app, terminal_size=(100, 30), run_before=open_editor)

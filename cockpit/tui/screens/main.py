@@ -20,6 +20,7 @@ from textual.widgets import Header, Input
 
 from cockpit.atomic import write_atomic
 from cockpit.bench.load import LoadCount
+from cockpit.bench.models import SweepPlan
 from cockpit.errors import EXIT_REFUSED, CockpitError
 from cockpit.ops.events import Finished, Notice, OpEvent, Planned, Severity, StepFinished
 from cockpit.plan.render import container_name
@@ -34,7 +35,8 @@ from cockpit.tui.keymap import (
     key_of,
 )
 from cockpit.tui.messages import Facts
-from cockpit.tui.operations import Fix, LaneTarget, confirm_warning, fix_for
+from cockpit.tui.operations import Fix, LaneTarget, Operations, confirm_warning, fix_for
+from cockpit.tui.screens.bench_plan import BenchPlanScreen
 from cockpit.tui.screens.confirm import ConfirmScreen
 from cockpit.tui.screens.details import DetailsScreen
 from cockpit.tui.screens.help import HelpScreen
@@ -77,6 +79,7 @@ class MainScreen(Screen[None]):
         self._shown_at = 0.0
         self._runs = itertools.count(1)
         self._fix: Fix | None = None  # what the `fix` key runs after a refusal it can mend
+        self._bench_plans: dict[str, SweepPlan] = {}  # lane key → its last plan this session
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -194,8 +197,18 @@ class MainScreen(Screen[None]):
     def action_sync(self) -> None:
         self._operate("sync")
 
-    def action_bench(self) -> None:
-        self._operate("bench")
+    def action_bench(self, target: LaneTarget | None = None) -> None:
+        """The plan editor first, prefilled with the lane's last plan; then, as for every lane
+        key, the confirmation of the operation's own plan."""
+        picked = self._target("bench", target)
+        if picked is not None:
+            self.run_worker(
+                self._edit_bench(*picked),
+                group="bench-plan",
+                name=f"bench plan {picked[1]}",
+                exclusive=True,
+                exit_on_error=False,
+            )
 
     def action_switch(self) -> None:
         self._operate("switch")
@@ -211,37 +224,76 @@ class MainScreen(Screen[None]):
 
     def operate(self, name: str, target: LaneTarget) -> None:
         """Run a lane operation on `target` as its key would on the selected lane (the command
-        palette's lane entries): plan, confirmation, then the events."""
-        self._operate(name, target)
+        palette's lane entries): plan (a bench's in its editor), confirmation, then the events."""
+        if name == "bench":
+            self.action_bench(target)
+        else:
+            self._operate(name, target)
 
-    def _operate(self, name: str, target: LaneTarget | None = None, *, ask: bool = True) -> None:
+    def _target(
+        self, name: str, target: LaneTarget | None = None
+    ) -> tuple[LaneTarget, str, Operations] | None:
+        """The lane a key acts on (the selected one unless given), its key and the operations;
+        None once the notice says why the key does nothing."""
         if self.cockpit.readonly and name in NODE_CHANGING:
             self.notify(
                 f"read-only: {name} is disabled (started with --readonly)", severity="warning"
             )
-            return
+            return None
         if target is None:
             selected = self.selected_lane()
             if selected is None:
                 self.notify("select a lane first (Lanes pane)", severity="warning")
-                return
+                return None
             target = LaneTarget(selected.lane, selected.cluster)
         lane = self.snap.lane(lane_key(target.lane, target.cluster)) if self.snap else None
         ops = self.cockpit.operations
         if ops is None or lane is None:
             self.notify(f"{name}: no fleet operations in this session", severity="warning")
-            return
-        events = getattr(ops, name)(target)
+            return None
+        return target, lane.key, ops
+
+    def _operate(self, name: str, target: LaneTarget | None = None, *, ask: bool = True) -> None:
+        picked = self._target(name, target)
+        if picked is not None:
+            target, key, ops = picked
+            self._start(name, key, getattr(ops, name)(target), ask)
+
+    def _start(self, name: str, key: str, events: AsyncIterator[OpEvent], ask: bool = True) -> None:
+        """Run an operation's events in a worker: its plan confirmed first (if `ask`ed)."""
         # a plan that asks the nodes takes a second or two: say the key was taken
         planning = self.set_timer(
-            PLANNING_NOTICE_S, lambda: self.notify(f"{name} {lane.key}: planning…", timeout=3)
+            PLANNING_NOTICE_S, lambda: self.notify(f"{name} {key}: planning…", timeout=3)
         )
         self.run_worker(
             self._guarded(name, next(self._runs), events, planning, ask),
             group="ops",
-            name=f"{name} {lane.key}",
+            name=f"{name} {key}",
             exit_on_error=False,
         )
+
+    async def _edit_bench(self, target: LaneTarget, key: str, ops: Operations) -> None:
+        """The editor on the lane's last plan: this session's, else its newest report's (read in
+        a thread: it reads every report), else `cockpit bench`'s defaults; the plan it is left
+        with on Enter is remembered and goes to the usual confirmation."""
+        try:
+            start, origin = self._bench_plans.get(key), "your last plan of this lane"
+            if start is None:
+                start = await asyncio.to_thread(ops.last_bench_plan, target)
+                origin = "the plan of the lane's last report"
+            if start is None:
+                start, origin = SweepPlan(), "cockpit bench's defaults (no earlier plan)"
+            recipe = self.cockpit.store.inventory.recipes[target.lane]
+            editor = BenchPlanScreen(target, start, recipe.serve.max_model_len, origin)
+            plan = await self.app.push_screen_wait(editor)
+        except Exception as exc:  # reading the reports failed: shown, the app goes on
+            self.notify(f"bench: {type(exc).__name__}: {exc}", severity="error")
+            return
+        if plan is None:
+            self.notify("bench cancelled: nothing changed", timeout=3)
+            return
+        self._bench_plans[key] = plan
+        self._start("bench", key, ops.bench(target, plan))
 
     async def _guarded(
         self, name: str, run: int, events: AsyncIterator[OpEvent], planning: Timer, ask: bool

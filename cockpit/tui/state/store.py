@@ -16,8 +16,8 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from cockpit.bench.events import BenchWarning, PointFinished, PointStarted
-from cockpit.bench.models import depth_label
+from cockpit.bench.events import BenchWarning, PointFinished, PointStarted, SweepPlanned
+from cockpit.bench.models import SweepPlan, depth_label
 from cockpit.config import Inventory
 from cockpit.errors import EXIT_REFUSED, CockpitError
 from cockpit.ops.events import (
@@ -122,6 +122,12 @@ class _Nccl:
     seen: dict[str, None] = field(default_factory=dict)  # recent INFO lines (ordered LRU)
 
 
+def bench_mode(cold: bool, driver: str) -> str:
+    """What a bench point measured, named when it is not what the Bench pane's baselines measure
+    (the built-in driver's warm sweep): `COLD`, `llama-benchy`, or both; "" when it is."""
+    return " · ".join((["COLD"] if cold else []) + ([driver] if driver != "builtin" else []))
+
+
 class Store:
     """Reduces inputs into per-node, per-lane, per-rank state; `snapshot()` freezes it."""
 
@@ -141,6 +147,7 @@ class Store:
         self._running: dict[int, OpView] = {}
         self._done_ops: deque[OpView] = deque(maxlen=OPS_KEPT)
         self._bench: deque[BenchRow] = deque(maxlen=BENCH_POINTS)
+        self._sweeps: dict[int, SweepPlan] = {}  # a running bench's plan, by run
         self._was_running: set[str] = set()  # lane keys with a running container listed
         self._was_listed: set[str] = set()  # ... with any container listed
         self._seq = 0
@@ -171,10 +178,13 @@ class Store:
             case RankLines():
                 self._lines(item)
             case OpUpdate():
+                if isinstance(item.event, SweepPlanned):
+                    self._sweeps[item.run] = item.event.plan
                 if isinstance(item.event, PointFinished):
-                    self._bench_point(item.event)
+                    self._bench_point(item.run, item.event)
                 self._op(item.run, item.event)
             case OpEnded():
+                self._sweeps.pop(item.run, None)
                 self._ended(item)
 
     # ------------------------------------------------------------------ observation
@@ -302,9 +312,15 @@ class Store:
             failed = boot.failed_line
             self._boot[key] = replace(boot, failed_line=shown(failed)) if failed else boot
 
-    def _bench_point(self, event: PointFinished) -> None:
+    def _bench_point(self, run: int, event: PointFinished) -> None:
+        """A finished point; its Δ only against a baseline that measured the same (the pane's are
+        warm built-in sweeps: a cold point against one reads the seed's artifact as −48 %)."""
         spec = event.result.spec
-        base = self.baselines.get(event.lane, {}).get((spec.depth, spec.concurrency))
+        sweep = self._sweeps.get(run)
+        mode = bench_mode(spec.cold, sweep.driver if sweep else "builtin")
+        base = (
+            None if mode else self.baselines.get(event.lane, {}).get((spec.depth, spec.concurrency))
+        )
         tg = event.result.inference.tg if event.result.inference else None
         self._bench.append(
             BenchRow(
@@ -318,6 +334,7 @@ class Store:
                 flags=tuple(f.kind.value for f in event.result.flags),
                 tg_std=tg.std if tg else None,
                 runs=len(tg.values) if tg else 0,
+                mode=mode,
             )
         )
 
@@ -566,4 +583,5 @@ class Store:
         if not points:
             return None
         p = points[-1]
-        return f"tg {p.tg_tps:.1f} t/s @{depth_label(p.depth)} c{p.concurrency}"
+        mode = f" {p.mode}" if p.mode else ""
+        return f"tg {p.tg_tps:.1f} t/s @{depth_label(p.depth)} c{p.concurrency}{mode}"

@@ -165,6 +165,7 @@ class BenchRow:
     flags: tuple[str, ...] = ()  # honesty flags (kind names)
     tg_std: float | None = None  # spread over the runs (meaningful only when runs > 1)
     runs: int = 1
+    mode: str = ""  # "" a warm built-in sweep (what baselines measure), else COLD, the driver
 
 
 @dataclass(frozen=True)
