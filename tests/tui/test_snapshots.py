@@ -1,4 +1,5 @@
-"""The main screen pinned per theme at 80×24 and 160×48, from the recorded scene (no live fleet).
+"""The main screen pinned per theme at 80×24 and 160×48 (and at 120×40 and 200×60 in one theme),
+from the recorded scene (no live fleet).
 
 Update after an intended change: `pytest tests/tui/test_snapshots.py --snapshot-update`, then look
 at the SVGs in `__snapshots__/` before committing them.
@@ -32,6 +33,15 @@ def test_main_screen(
     size: tuple[int, int],
 ) -> None:
     assert snap_compare(make_app(theme=theme), terminal_size=size, run_before=settle)
+
+
+@pytest.mark.parametrize("size", ((120, 40), (200, 60)), ids=lambda s: f"{s[0]}x{s[1]}")
+def test_main_screen_between_and_beyond(
+    snap_compare: Callable[..., bool], make_app: Callable[..., CockpitApp], size: tuple[int, int]
+) -> None:
+    """The two other sizes operators use (one theme: the layout, not the colours, is at stake):
+    at 120×40 the two columns at their narrowest, at 200×60 the room the state column takes."""
+    assert snap_compare(make_app(theme="cockpit-dark"), terminal_size=size, run_before=settle)
 
 
 def test_confirmation_shows_the_plan(
