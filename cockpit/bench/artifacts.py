@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from pydantic import ValidationError
 
 from cockpit.atomic import write_atomic
 from cockpit.bench.likeness import Likeness, differences, likeness
-from cockpit.bench.models import SCHEMA, Report, from_json, to_json
+from cockpit.bench.models import SCHEMA, Report, SweepPlan, from_json, to_json
 from cockpit.bench.report import render_markdown
 from cockpit.errors import InputError
 from cockpit.redact import redact
@@ -79,20 +80,39 @@ def parse_report(data: object) -> Report:
         raise ValueError(what + more) from None
 
 
-def baseline_for(directory: Path, like: Likeness) -> Path | None:
-    """The newest report in `directory` that measured what `like` describes (same lane, recipe,
-    model, mode and driver): by creation stamp, then write time (two reports made in the same
-    second keep their order; their names alone would sort by label)."""
-    found = []
+def _reports(directory: Path) -> Iterator[tuple[tuple[str, int], Report, Path]]:
+    """Every report in `directory` with its order (creation stamp, then write time: two reports
+    made in the same second keep their order; their names alone would sort by label); files that
+    are no report are passed over."""
     for path in directory.glob("*.json") if directory.is_dir() else ():
         try:
             report = parse_report(json.loads(path.read_text(encoding="utf-8")))
             written = path.stat().st_mtime_ns
         except (OSError, ValueError):
             continue
-        if not differences(likeness(report), like):
-            found.append((report.created, written, path))
+        yield (report.created, written), report, path
+
+
+def baseline_for(directory: Path, like: Likeness) -> Path | None:
+    """The newest report in `directory` that measured what `like` describes (same lane, recipe,
+    model, mode and driver)."""
+    found = [
+        (order, path)
+        for order, report, path in _reports(directory)
+        if not differences(likeness(report), like)
+    ]
     return max(found)[-1] if found else None
+
+
+def last_plan(directory: Path, lane: str, cluster: str) -> SweepPlan | None:
+    """The plan of the lane's newest report that recorded one, whatever it measured (a cold or
+    llama-benchy sweep, the CLI's or the TUI's): the sweep an operator last asked of the lane."""
+    found = [
+        (order, report.plan)
+        for order, report, _ in _reports(directory)
+        if (report.lane, report.cluster) == (lane, cluster) and report.plan is not None
+    ]
+    return max(found, key=lambda item: item[0])[1] if found else None
 
 
 def save_report(directory: Path, report: Report) -> tuple[Path, Path]:

@@ -13,10 +13,18 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from cockpit.bench.models import Flag, HangRecord, PointResult, PointSpec
+from cockpit.bench.models import Flag, HangRecord, PointResult, PointSpec, SweepPlan
 from cockpit.ops.events import Finished, Notice, OpEvent, Planned, Severity
 
 OP = "bench"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepPlanned(Planned):
+    """The plan of a bench started with a `SweepPlan` (the TUI's): what it measures, so the
+    Bench pane never reads a cold or llama-benchy point against a warm built-in baseline."""
+
+    plan: SweepPlan
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,6 +135,7 @@ __all__ = [
     "RequestProgress",
     "Severity",
     "SweepFinished",
+    "SweepPlanned",
     "event_line",
     "parse_event_line",
 ]

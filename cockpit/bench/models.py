@@ -58,6 +58,53 @@ class PointSpec:
         return self.depth > 0 and not self.cold
 
 
+PERF_DEPTHS = (0, 4096, 8192)
+SWEEP_DEPTHS = (16384, 65536, 131072, 262144)
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """What an operator asks a bench to measure: every depth at every concurrency, `runs` runs
+    each, warm or cold, by one driver. Recorded in the report, so the TUI's next plan of the lane
+    starts from it on any machine that reads the reports. Defaults: the seed's `bench` plan (perf at
+    0/4K/8K and the 16K…256K sweep, each at c1 and c2), three runs a point, as `cockpit bench`."""
+
+    depths: tuple[int, ...] = PERF_DEPTHS + SWEEP_DEPTHS
+    concurrency: tuple[int, ...] = (1, 2)
+    pp: int = 2048
+    tg: int = 32
+    runs: int = 3
+    cold: bool = False
+    driver: str = "builtin"
+
+    @property
+    def points(self) -> tuple[PointSpec, ...]:
+        """Depth-major, as the tables read: each depth at each concurrency."""
+        return tuple(
+            PointSpec(d, c, self.pp, self.tg, self.cold)
+            for d in self.depths
+            for c in self.concurrency
+        )
+
+    @classmethod
+    def of(cls, points: tuple[PointSpec, ...], runs: int, driver: str) -> SweepPlan | None:
+        """The plan whose points are exactly `points`; None when no plan makes them (points built
+        by hand: a report must not claim a plan it did not run)."""
+        if not points:
+            return None
+        first = points[0]
+        plan = cls(
+            tuple(dict.fromkeys(p.depth for p in points)),
+            tuple(dict.fromkeys(p.concurrency for p in points)),
+            first.pp,
+            first.tg,
+            runs,
+            first.cold,
+            driver,
+        )
+        return plan if plan.points == points else None
+
+
 @dataclass(frozen=True)
 class Flag:
     """Why a point's figure must not be quoted as it stands, and how to measure it right."""
@@ -170,6 +217,7 @@ class Report:
     warnings: tuple[str, ...] = ()
     baseline: str = ""  # the lane's previous report file, if any
     partial: str = ""  # why the sweep stopped early (cancelled, failed); "" for a whole sweep
+    plan: SweepPlan | None = None  # what was asked, skipped points included (None: not recorded)
     schema: str = SCHEMA
 
     @property

@@ -31,29 +31,17 @@ from cockpit.bench.events import (
     warning,
 )
 from cockpit.bench.likeness import likeness
-from cockpit.bench.models import Environment, PointResult, PointSpec, Quality, Report
+from cockpit.bench.models import Environment, PointResult, PointSpec, Quality, Report, SweepPlan
 from cockpit.bench.quality import parse_quality, quality_argv
 from cockpit.bench.sweep import BuiltinDriver
+from cockpit.bench.sweep_plan import beyond_context, nothing_fits
 from cockpit.errors import InputError
 from cockpit.ops.events import OpEvent
 
-PERF_DEPTHS = (0, 4096, 8192)
-SWEEP_DEPTHS = (16384, 65536, 131072, 262144)
 CONCURRENCY_SEMANTICS = (
     "c>1 pp and tg are batch totals over all streams (llama-benchy's tg_throughput, what "
     "tool-eval-bench shows); tg t/s (req) is per stream"
 )
-
-
-def default_points(
-    pp: int = 2048,
-    tg: int = 32,
-    depths: tuple[int, ...] = PERF_DEPTHS + SWEEP_DEPTHS,
-    concurrency: tuple[int, ...] = (1, 2),
-    cold: bool = False,
-) -> tuple[PointSpec, ...]:
-    """The seed's `bench` plan: perf at 0/4K/8K and the 16K…256K sweep, each at c1 and c2."""
-    return tuple(PointSpec(d, c, pp, tg, cold) for d in depths for c in concurrency)
 
 
 @dataclass(frozen=True)
@@ -81,13 +69,6 @@ class BenchRequest:
     max_model_len: int | None = None  # the lane's (None: asked); deeper points are skipped
     adapt_prompt: bool = True
     tokenizer_source: str = ""  # where the tokenizer came from, for the report
-
-
-def beyond_context(points: tuple[PointSpec, ...], max_model_len: int | None) -> list[PointSpec]:
-    """The points whose context + prompt + response cannot fit the lane's max-model-len."""
-    if max_model_len is None:
-        return []
-    return [p for p in points if p.depth + p.pp + p.tg > max_model_len]
 
 
 def prefix_cache_mode(points: tuple[PointSpec, ...]) -> str:
@@ -180,13 +161,18 @@ async def bench(
     """
     model, image, mml = await engine_facts(req, local_url or req.endpoint)
     req = replace(req, max_model_len=mml)
+    plan = SweepPlan.of(req.points, req.runs, req.driver)  # as asked: skipped points included
     skipped = beyond_context(req.points, mml)
     if skipped:
+        if mml is not None and len(skipped) == len(req.points):
+            raise InputError(nothing_fits(mml))
         req = replace(req, points=tuple(p for p in req.points if p not in skipped))
     scale = req.time_scale if req.time_scale is not None else time_scale_default()
     url = local_url or req.endpoint
     events = source(model, scale) if source else make_driver(req, model, scale, url).events()
-    sweep = _Sweep(req, model, image, scale, remote=source is not None, forwarded=local_url)
+    sweep = _Sweep(
+        req, model, image, scale, remote=source is not None, forwarded=local_url, plan=plan
+    )
     for spec in skipped:
         note = (
             f"{spec.label}: skipped, {spec.depth + spec.pp + spec.tg} tokens exceed the lane's "
@@ -243,11 +229,12 @@ class _Sweep:
         scale: float,
         remote: bool,
         forwarded: str | None = None,
+        plan: SweepPlan | None = None,
     ):
         """`forwarded`: the local URL of an SSH forward the local driver dials (named in the
-        report's link instead of the driver's own guess)."""
+        report's link instead of the driver's own guess); `plan`: what was asked, for the report."""
         self.req, self.model, self.image, self.scale, self.remote = req, model, image, scale, remote
-        self.forwarded = forwarded
+        self.forwarded, self.plan = forwarded, plan
         self.latencies: list[float] = []
         self.client = {"host": req.client_host, "link": "unknown"}
         self.results: list[PointResult] = []
@@ -310,6 +297,7 @@ class _Sweep:
             quality=quality,
             warnings=tuple(self.warnings),
             partial=partial,
+            plan=self.plan,
         )
         baseline = artifacts.baseline_for(req.reports_dir, likeness(report))
         if baseline is not None:

@@ -27,17 +27,10 @@ from cockpit.bench import probe as bench_probe
 from cockpit.bench import report as rep
 from cockpit.bench.events import event_line
 from cockpit.bench.likeness import differences, likeness
-from cockpit.bench.models import PointResult, PointSpec
+from cockpit.bench.models import PointResult, PointSpec, SweepPlan
 from cockpit.bench.remote import remote_argv, remote_events
-from cockpit.bench.run import (
-    PERF_DEPTHS,
-    SWEEP_DEPTHS,
-    BenchRequest,
-    bench,
-    default_points,
-    make_driver,
-    time_scale_default,
-)
+from cockpit.bench.run import BenchRequest, bench, make_driver, time_scale_default
+from cockpit.bench.sweep_plan import DRIVERS, field_value, written
 from cockpit.bench.tokenizer import lane_tokenizer, snapshot_dir
 from cockpit.cli.guided import GuidedGroup
 from cockpit.config import Inventory, load_inventory
@@ -51,17 +44,15 @@ from cockpit.ssh.inventory import pool_for
 console = Console(highlight=False, soft_wrap=True)
 
 
-def _int(word: str) -> int:
-    """`65536` or `64K` (K = 1024)."""
-    word = word.strip().upper()
-    return int(word[:-1]) * 1024 if word.endswith("K") else int(word)
+DEFAULTS = written(SweepPlan())
 
 
-def _ints(text: str) -> tuple[int, ...]:
+def _plan_field(ctx: click.Context, param: click.Parameter, value: str) -> int | tuple[int, ...]:
+    """An option of the sweep plan, read by the rule the TUI's plan editor applies too."""
     try:
-        return tuple(_int(x) for x in text.split(",") if x.strip())
+        return field_value(str(param.name), value)
     except ValueError as exc:
-        raise click.BadParameter(f"expected comma-separated integers, got {text!r}") from exc
+        raise click.BadParameter(str(exc)) from None
 
 
 def _lane_plan(
@@ -148,14 +139,49 @@ def _print_events_jsonl(req: BenchRequest, model: str, scale: float) -> None:
 @click.option("--endpoint", help="An OpenAI-compatible base URL instead of a lane.")
 @click.option("--lane", "lane_name", help="Lane name for the report (with --endpoint).")
 @click.option("--label", required=True, help="Report label, e.g. sparkring-honest-baseline.")
-@click.option("--depths", default=None, help="Comma list (16K style ok); default 0..256K.")
-@click.option("--concurrency", default="1,2", show_default=True)
-@click.option("--pp", default=2048, show_default=True)
-@click.option("--tg", default=32, show_default=True)
-@click.option("--runs", default=3, show_default=True)
+@click.option(
+    "--depths",
+    default=DEFAULTS["depths"],
+    show_default=True,
+    callback=_plan_field,
+    metavar="LIST",
+    help="Context depths, a comma list (4096 or 4K).",
+)
+@click.option(
+    "--concurrency",
+    default=DEFAULTS["concurrency"],
+    show_default=True,
+    callback=_plan_field,
+    metavar="LIST",
+    help="Streams at once, a comma list.",
+)
+@click.option(
+    "--pp",
+    default=DEFAULTS["pp"],
+    show_default=True,
+    callback=_plan_field,
+    metavar="N",
+    help="Prompt tokens of each request.",
+)
+@click.option(
+    "--tg",
+    default=DEFAULTS["tg"],
+    show_default=True,
+    callback=_plan_field,
+    metavar="N",
+    help="Response tokens of each request.",
+)
+@click.option(
+    "--runs",
+    default=DEFAULTS["runs"],
+    show_default=True,
+    callback=_plan_field,
+    metavar="N",
+    help="Measured runs per point (several give the spread and the noisy flag).",
+)
 @click.option("--cold", is_flag=True, help="Context + prompt as one cold request (old numbers).")
 @click.option("--no-warmup", is_flag=True, help="Skip the unrecorded warm-up run of each point.")
-@click.option("--driver", type=click.Choice(["builtin", "llama-benchy"]), default="builtin")
+@click.option("--driver", type=click.Choice(DRIVERS), default=SweepPlan.driver)
 @click.option("--quality", is_flag=True, help="Also run tool-eval-bench for the quality score.")
 @click.option("--bench-host", default="local", show_default=True, help="NODE or local.")
 @click.option(
@@ -189,8 +215,8 @@ def bench_cmd(
     endpoint: str | None,
     lane_name: str | None,
     label: str,
-    depths: str | None,
-    concurrency: str,
+    depths: tuple[int, ...],
+    concurrency: tuple[int, ...],
     pp: int,
     tg: int,
     runs: int,
@@ -209,13 +235,7 @@ def bench_cmd(
     remote_cockpit: str,
 ) -> None:
     """Quality + perf + depth sweep at c1/c2, live, with honesty checks and a report."""
-    points = default_points(
-        pp=pp,
-        tg=tg,
-        depths=_ints(depths) if depths else PERF_DEPTHS + SWEEP_DEPTHS,
-        concurrency=_ints(concurrency),
-        cold=cold,
-    )
+    points = SweepPlan(depths, concurrency, pp, tg, runs, cold, driver).points
     image = recipe_hash = ""
     inventory = None
     plan = None

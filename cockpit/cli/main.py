@@ -37,6 +37,8 @@ COMMAND_MODULES = {
     "probe": "bench_cmds",
     "report": "bench_cmds",
     "tui": "tui_cmd",
+    "logs": "logs_cmd",
+    "exporter": "exporter_cmd",
 }
 OPENS_TUI = {"tui", "demo"}
 """Commands that resume the garbage collector themselves, once their first frame is painted."""

@@ -41,11 +41,6 @@ def _nodes(inventory: Inventory, cluster: str | None) -> list[str]:
     return list(inventory.cluster(cluster).nodes if cluster else inventory.nodes)
 
 
-def _stale_after(pace: Pace) -> float:
-    """No line for this long from a connected node means its data is STALE."""
-    return max(3 * pace.gpu_ms / 1000, pace.slow_s + 2.0)
-
-
 async def _collect(
     inventory: Inventory, nodes: list[str], wanted: list[WantedImage], watch: bool, fmt: str
 ) -> FleetStatus:
@@ -56,7 +51,7 @@ async def _collect(
             now = time.time()
             gone = holder_check(now, socket.gethostname(), pid_exists)
             return fleet_status(
-                poller.links(), poller.facts(), wanted, now, _stale_after(pace), gone
+                poller.links(), poller.facts(), wanted, now, pace.stale_after_s, gone
             )
 
         if not watch:

@@ -19,6 +19,11 @@ if TYPE_CHECKING:
 
 SHUTDOWN_GRACE_S = 5.0
 """After a signal, and once the running operations rolled back, the app must be gone by then."""
+STUCK_CAP_S = 120.0
+"""After a signal, the process is gone by then whatever happens: Textual's shutdown can block the
+event loop's thread for good (its writer thread died on the lost terminal and its queue is full),
+and then neither the rollback's end nor a later signal is ever handled. Long enough for any
+operation's rollback (a launch removing its ranks takes seconds)."""
 
 
 def run_tui(
@@ -51,13 +56,15 @@ def run_tui(
             cancels: list[Callable[[], None]] = []
 
             def on_signal(signum: int) -> None:  # a second signal aborts at once
-                task = asyncio.create_task(app.terminate(signum))
-                ending.append(task)  # once its operations rolled back, the app has this long:
-                task.add_done_callback(
-                    lambda _: cancels.append(exit_if_stuck(128 + signum, SHUTDOWN_GRACE_S))
-                )
+                def rolled_back() -> None:  # from then on the app has SHUTDOWN_GRACE_S
+                    cancels.append(exit_if_stuck(128 + signum, SHUTDOWN_GRACE_S))
 
-            undo = install(asyncio.get_running_loop(), on_signal)
+                ending.append(asyncio.create_task(app.terminate(signum, rolled_back)))
+
+            def at_once(signum: int) -> None:  # the loop may never run `on_signal`
+                cancels.append(exit_if_stuck(128 + signum, STUCK_CAP_S))
+
+            undo = install(asyncio.get_running_loop(), on_signal, at_once)
             try:
                 await app.run_async()
             finally:

@@ -63,10 +63,17 @@ class Emit:
         return Progress(step=step, node=node, **values, **self._kw())  # type: ignore[arg-type]
 
     def notice(
-        self, message: str, node: str | None = None, line: str = "", error: bool = False
+        self,
+        message: str,
+        node: str | None = None,
+        line: str = "",
+        error: bool = False,
+        check: str = "",
     ) -> Notice:
         severity = Severity.ERROR if error else Severity.WARNING
-        return Notice(severity=severity, message=message, node=node, line=line, **self._kw())
+        return Notice(
+            severity=severity, message=message, node=node, line=line, check=check, **self._kw()
+        )
 
     def info(self, message: str, node: str | None = None) -> Notice:
         return Notice(severity=Severity.INFO, message=message, node=node, **self._kw())

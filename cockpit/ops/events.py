@@ -116,6 +116,7 @@ class Notice(OpEvent):
     message: str
     node: str | None = None
     line: str = ""
+    check: str = ""  # the preflight check that failed ("image", "memory", …), for a fix key
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -51,8 +51,16 @@ def exit_if_stuck(code: int, grace_s: float) -> Callable[[], None]:
     return timer.cancel
 
 
-def install(loop: asyncio.AbstractEventLoop, first: Callable[[int], None]) -> Callable[[], None]:
-    """Route the three signals to `first(signum)` once, then to `abort_now`; returns the undo."""
+def install(
+    loop: asyncio.AbstractEventLoop,
+    first: Callable[[int], None],
+    at_once: Callable[[int], None] | None = None,
+) -> Callable[[], None]:
+    """Route the three signals to `first(signum)` once, then to `abort_now`; returns the undo.
+
+    `first` runs on the event loop; `at_once(signum)`, when given, runs in the main thread the
+    moment the first signal arrives, even while the loop's thread is blocked (in a lock, a queue)
+    and the loop would never get to `first`: for a watchdog thread (`exit_if_stuck`)."""
     received: list[int] = []
 
     def on_signal(signum: int) -> None:
@@ -61,8 +69,18 @@ def install(loop: asyncio.AbstractEventLoop, first: Callable[[int], None]) -> Ca
         received.append(signum)
         first(signum)
 
+    armed: list[int] = []
+
+    def raw(signum: int, _frame: object) -> None:
+        # the C-level handler has written the signal to the loop's wakeup fd already
+        if at_once is not None and not armed:
+            armed.append(signum)
+            at_once(signum)
+
     for sig in SIGNALS:
         loop.add_signal_handler(sig, on_signal, sig)
+        if at_once is not None:
+            signal.signal(sig, raw)  # in place of asyncio's no-op Python-level handler
 
     def undo() -> None:
         for sig in SIGNALS:

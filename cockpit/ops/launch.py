@@ -339,7 +339,9 @@ async def launch_core(
         )  # fmt: skip
     if failures:
         for failure in failures:
-            yield emit.notice(str(failure), ",".join(failure.nodes) or None, error=True)
+            yield emit.notice(
+                str(failure), ",".join(failure.nodes) or None, error=True, check=failure.check
+            )
         yield emit.finished("preflight", ok=False, detail=f"{len(failures)} check(s) failed")
         outcome.refuse(
             f"preflight refused {recipe.name} on {cluster.name}: "

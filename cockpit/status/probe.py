@@ -69,6 +69,11 @@ class Pace:
     slow_s: float = 5.0  # meminfo, containers, compute apps
     images_every: int = 6  # slow cycles between two image inventories
 
+    @property
+    def stale_after_s(self) -> float:
+        """No line for this long from a connected node means its data is STALE."""
+        return max(3 * self.gpu_ms / 1000, self.slow_s + 2.0)
+
 
 def probe_script(pace: Pace) -> str:
     """The bash loop streamed by the poller (run under the stream supervisor)."""

@@ -20,17 +20,37 @@ CLUSTER_LABEL = "cockpit.cluster"
 
 
 def follow_logs_command(
-    container: str, *, tail: int | None = None, timestamps: bool = False
+    container: str,
+    *,
+    tail: int | None = None,
+    timestamps: bool = False,
+    follow: bool = True,
+    since: str | None = None,
 ) -> str:
-    """`docker logs -f` of a container with both of its streams on stdout: docker replays what
+    """`docker logs [-f]` of a container with both of its streams on stdout: docker replays what
     the container wrote to stderr on its own stderr, and that is where a real engine's
-    tracebacks, warnings and uvicorn's errors go."""
-    argv = ["docker", "logs", "-f"]
+    tracebacks, warnings and uvicorn's errors go. `since`: docker's own `--since` (a duration
+    such as `10m`, or a time), relative to the node's clock."""
+    argv = ["docker", "logs"]
+    if follow:
+        argv.append("-f")
     if timestamps:
         argv.append("--timestamps")
     if tail is not None:
         argv += ["--tail", str(tail)]
-    return shlex.join([*argv, container]) + " 2>&1"
+    if since is not None:
+        argv += ["--since", since]
+    return shlex.join([*argv, "--", container]) + " 2>&1"
+
+
+def split_time(line: str) -> tuple[str, str]:
+    """A `docker logs --timestamps` line → (its RFC 3339 time, the line the container wrote);
+    ("", line) for a line without one. Tests positions, not a regex: the TUI's store splits every
+    line of a flood."""
+    if len(line) > 20 and line[4] == "-" and line[10] == "T" and line[:4].isdigit():
+        stamp, _, rest = line.partition(" ")
+        return stamp, rest
+    return "", line
 
 
 @dataclass(frozen=True)

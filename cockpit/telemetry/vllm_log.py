@@ -5,7 +5,8 @@ tolerated):
 
 - `(APIServer pid=1) INFO 11-29 19:05:30 [loggers.py:335] msg` and the same without the process
   tag; older builds without the opening bracket (`INFO 12-19 22:58:27 model_runner.py:1415] msg`);
-- uvicorn's `INFO:     Application startup complete.`;
+- uvicorn's `INFO:     Application startup complete.` and its access lines
+  (`INFO:     127.0.0.1:53918 - "GET /metrics HTTP/1.1" 200 OK`, see `routine_access`);
 - torch/c10's `[rank1]:[E1129 19:05:30.123456 ProcessGroupNCCL.cpp:616] msg`;
 - anything else is a bare line (tqdm bars, tracebacks) with level None.
 
@@ -83,6 +84,25 @@ def parse_log_line(line: str) -> LogLine:
             line, match.group("msg"), level, match.group("ts"), match.group("src"), process, pid
         )
     return LogLine(line, text, None, None, None, process, pid)
+
+
+_ACCESS_RE = re.compile(r'^(?:\S+ )?- "[A-Z]+ \S+ HTTP/[\d.]+" (?P<status>\d{3})\b')
+
+
+def routine_access(line: str) -> bool:
+    """Whether `line` is uvicorn's access line of a request that succeeded (status < 400).
+
+    Under load these are most of an engine's log (the cockpit's own `/metrics` scrapes, health
+    checks, every bench request) and bury its `Engine 000:` stats, so the Log pane folds them. A
+    failed request's line (4xx, 5xx) is not routine: it stays in view. Accepts every shape
+    `parse_log_line` does (vLLM's process tag, a docker timestamp, ANSI colours)."""
+    if " HTTP/" not in line:
+        return False  # the cheap test first: the TUI's store runs every log line through here
+    log = parse_log_line(line)
+    if log.level is None or log.source is not None:  # not uvicorn's own `LEVEL:     …` shape
+        return False
+    match = _ACCESS_RE.match(log.message)
+    return match is not None and int(match.group("status")) < 400
 
 
 # --- events -------------------------------------------------------------------------------------

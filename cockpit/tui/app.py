@@ -17,7 +17,8 @@ from textual.screen import Screen
 from cockpit.config import Inventory
 from cockpit.errors import CockpitError
 from cockpit.tui.feeds import Feed, FollowsContainers, RefreshesNodes
-from cockpit.tui.keymap import DEMO_ONLY, MAIN_BINDINGS
+from cockpit.tui.keymap import BINDING_IDS, DEMO_ONLY, MAIN_BINDINGS, TAIL_BINDINGS
+from cockpit.tui.lane_commands import LaneCommands
 from cockpit.tui.messages import Facts
 from cockpit.tui.operations import Operations
 from cockpit.tui.screens.main import MainScreen
@@ -30,6 +31,9 @@ from cockpit.tui.theming import DEFAULT_THEME, THEMES_DIR, load_themes
 if TYPE_CHECKING:
     from cockpit.tui.demo import Demo
 
+TEXTUAL_DUPLICATES = frozenset({"Theme", "Maximize", "Minimize", "Keys"})
+"""Textual's own palette entries the cockpit's keys already offer (`t` cycles the cockpit's
+themes and remembers the choice, `m` maximises the pane, `?` lists the keys)."""
 FEED_RETRY_S = 1.0
 FEED_RETRY_CAP_S = 30.0
 _SAVING = threading.Lock()  # serialises the theme saves of the settings worker threads
@@ -38,6 +42,7 @@ _SAVING = threading.Lock()  # serialises the theme saves of the settings worker 
 class CockpitApp(App[None]):
     TITLE = "cockpit"
     ENABLE_COMMAND_PALETTE = True
+    COMMANDS = App.COMMANDS | {LaneCommands}
 
     def __init__(
         self,
@@ -72,7 +77,7 @@ class CockpitApp(App[None]):
             self.register_theme(theme)
         wanted = settings.theme if settings.theme in self.available_themes else DEFAULT_THEME
         self.theme = wanted if wanted in self.available_themes else "textual-dark"
-        self._bad_keymap = sorted(set(settings.keymap) - {b.id for b in MAIN_BINDINGS if b.id})
+        self._bad_keymap = sorted(set(settings.keymap) - BINDING_IDS)
         self.keymap_overrides = {
             k: v for k, v in settings.keymap.items() if k not in self._bad_keymap
         }
@@ -81,7 +86,7 @@ class CockpitApp(App[None]):
     def on_mount(self) -> None:
         self.push_screen(MainScreen())
         if self._bad_keymap:
-            known = ", ".join(b.id for b in MAIN_BINDINGS if b.id)
+            known = ", ".join(b.id for b in (*MAIN_BINDINGS, *TAIL_BINDINGS) if b.id)
             self.notify(
                 f"{self.settings.path}: unknown key id(s) {', '.join(self._bad_keymap)} "
                 f"(known: {known})",
@@ -145,13 +150,15 @@ class CockpitApp(App[None]):
             if main is not None:
                 main.reveal()
 
-    async def terminate(self, signum: int) -> None:
+    async def terminate(self, signum: int, rolled_back: Callable[[], None] = lambda: None) -> None:
         """SIGTERM/SIGHUP: the running operations are cancelled (each rolls back), then the app
-        exits with 128 + the signal's number."""
+        exits with 128 + the signal's number. `rolled_back` runs in between, in this task (a done
+        callback would wait for a loop iteration that a blocked shutdown never gives)."""
         main = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
         if main is not None:
             self.notify("signal received: rolling back the running operations", severity="warning")
             await main.cancel_operations()
+        rolled_back()
         self.exit(return_code=128 + signum)
 
     def cycle_theme(self) -> str:
@@ -172,7 +179,9 @@ class CockpitApp(App[None]):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """The palette lists the main screen's keys (same bindings as the footer and `?`)."""
-        yield from super().get_system_commands(screen)
+        for command in super().get_system_commands(screen):
+            if command.title not in TEXTUAL_DUPLICATES:
+                yield command
         main = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
         if main is None:
             return

@@ -6,23 +6,23 @@ among them, that the first frame does not wait for).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cockpit.bench import artifacts
 from cockpit.bench.likeness import WARM, Likeness
-from cockpit.bench.models import PointSpec
+from cockpit.bench.models import SweepPlan
+from cockpit.errors import InputError
 from cockpit.ops.context import OpContext
-from cockpit.ops.events import OpEvent, Planned
+from cockpit.ops.events import Finished, OpEvent, Planned
 from cockpit.plan import LanePlan, plan_lane
 from cockpit.tui.operations import LaneTarget
 
 if TYPE_CHECKING:
     from cockpit.config import Inventory
     from cockpit.ops.switch import Served
-
-BENCH_RUNS = 1  # the TUI's sweep: every depth at c1 and c2, one run each (the CLI does more)
 
 
 class FleetOperations:
@@ -37,19 +37,26 @@ class FleetOperations:
         ctx: OpContext,
         reports_dir: Path,
         tokenizer_dir: Path | None = None,
-        bench_points: tuple[PointSpec, ...] | None = None,
     ) -> None:
         self.ctx = ctx
         self.reports_dir = reports_dir
         self.tokenizer_dir = tokenizer_dir  # None: each lane's own, read from its snapshot
-        self.bench_points = bench_points  # None: the bench's default sweep
         self.served_before: list[Served] = []
 
     def launch(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
+        return self._launch(target, sync_image=False)
+
+    def sync_launch(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
+        """`launch --sync-image`: the image copied to the nodes that lack it, then the launch
+        (the fix the TUI offers after a launch refused for a missing image)."""
+        return self._launch(target, sync_image=True)
+
+    def _launch(self, target: LaneTarget, *, sync_image: bool) -> AsyncIterator[OpEvent]:
         from cockpit.ops.launch import launch
 
         self.ctx.pool.retry_now()
-        return launch(self.ctx, self.ctx.inventory.recipe(target.lane), target.cluster)
+        recipe = self.ctx.inventory.recipe(target.lane)
+        return launch(self.ctx, recipe, target.cluster, sync_image=sync_image)
 
     def stop(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
         from cockpit.ops.stop import stop
@@ -83,20 +90,36 @@ class FleetOperations:
         self.ctx.pool.retry_now()
         return restore(self.ctx, list(self.served_before))
 
-    async def bench(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
-        """The sweep's points as the plan, then the bench operation's own events."""
-        from cockpit.bench.run import BenchRequest, bench, beyond_context, default_points
+    def last_bench_plan(self, target: LaneTarget) -> SweepPlan | None:
+        """The plan of the lane's newest report that recorded one; it reads every report in the
+        reports folder: call it off the event loop."""
+        return artifacts.last_plan(self.reports_dir, target.lane, target.cluster)
+
+    async def bench(self, target: LaneTarget, sweep: SweepPlan) -> AsyncIterator[OpEvent]:
+        """The sweep's points as the plan, then the bench operation's own events; refused before
+        its plan when llama-benchy is asked for and not installed."""
+        from cockpit.bench.events import SweepPlanned
+        from cockpit.bench.run import BenchRequest, bench
+        from cockpit.bench.sweep_plan import beyond_context
         from cockpit.ops.readiness import base_url
 
+        if sweep.driver == "llama-benchy":
+            from cockpit.bench.benchy import find_script
+
+            try:
+                await asyncio.to_thread(find_script)
+            except InputError as exc:
+                yield Finished.refused("bench", str(exc), lane=target.lane, cluster=target.cluster)
+                return
         inventory = self.ctx.inventory
         plan = plan_lane(
             inventory, inventory.recipe(target.lane), inventory.cluster(target.cluster)
         )
-        points = self.bench_points or default_points()
+        points = sweep.points
         mml = plan.recipe.serve.max_model_len
         skipped = set(beyond_context(points, mml))
-        runs = len(points) - len(skipped)
-        yield Planned(
+        measured = len(points) - len(skipped)
+        yield SweepPlanned(
             op="bench",
             lane=target.lane,
             cluster=target.cluster,
@@ -104,9 +127,12 @@ class FleetOperations:
                 f"{p.label}  (skipped: beyond max-model-len {mml})" if p in skipped else p.label
                 for p in points
             ),
-            summary=f"{runs} points against {plan.endpoint}"
+            summary=f"{measured} points against {plan.endpoint}"
             + (f" ({len(skipped)} beyond the lane's context skipped)" if skipped else "")
-            + f", {BENCH_RUNS} run(s) each, report in {self.reports_dir}",
+            + f", {sweep.runs} run(s) each after a warm-up, "
+            + ("COLD (context + prompt as one request)" if sweep.cold else "warm prefix")
+            + f", {sweep.driver} driver, report in {self.reports_dir}",
+            plan=sweep,
         )
         self.ctx.pool.retry_now()  # after the plan: it needs no node
         url = await base_url(self.ctx.pool, plan)
@@ -124,7 +150,8 @@ class FleetOperations:
             points=points,
             tokenizer_dir=tokenizer,
             reports_dir=self.reports_dir,
-            runs=BENCH_RUNS,
+            runs=sweep.runs,
+            driver=sweep.driver,
             recipe_hash=plan.recipe_hash,
             engine_image=plan.recipe.image.ref,
             max_model_len=mml,

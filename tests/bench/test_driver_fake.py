@@ -18,9 +18,10 @@ from cockpit.bench.events import (
     PointStarted,
     RequestProgress,
 )
-from cockpit.bench.models import FlagKind, PointResult, PointSpec
+from cockpit.bench.models import FlagKind, PointResult, PointSpec, SweepPlan
 from cockpit.bench.run import BenchRequest, bench, beyond_context
 from cockpit.bench.sweep import BuiltinDriver, DriverConfig
+from cockpit.errors import InputError
 from cockpit.sim.engine.text import TOKENIZER_DIR
 from cockpit.sim.engine.text import encode as _encode
 from tests.bench.fake_engine import MODEL, FakeEngine
@@ -150,7 +151,25 @@ async def test_points_beyond_max_model_len_are_skipped_and_reported(
     assert "65672 tokens exceed the lane's max-model-len 32768" in skip.message
     report = load_report(Path(events[-1].report_json))
     assert any("skipped" in w for w in report.warnings)
+    assert report.plan == SweepPlan((0, 65536), (1,), 128, 8, runs=1)  # as asked, skipped too
     assert engine.requests and all(len(json.dumps(body)) < 100_000 for body in engine.requests)
+
+
+async def test_a_plan_with_no_point_inside_the_lanes_context_is_refused(
+    fake: tuple[FakeEngine, str], tmp_path: Path
+) -> None:
+    """Nothing to measure: refused in one line, as the TUI's plan editor refuses it, not a
+    driver crash on an empty sweep leaving an empty PARTIAL report."""
+    engine, url = fake
+    req = BenchRequest(
+        lane="small", cluster="sim", label="fit", endpoint=url,
+        points=SweepPlan(depths=(65536,), pp=128, tg=8).points, tokenizer_dir=TOKENIZER_DIR,
+        reports_dir=tmp_path, runs=1, warmup=False, max_model_len=32768,
+    )  # fmt: skip
+    with pytest.raises(InputError, match="no point fits the lane's max-model-len 32768"):
+        [e async for e in bench(req)]
+    assert not list(tmp_path.iterdir())
+    assert not [body for body in engine.requests if "messages" in body]
 
 
 async def _served(engine: FakeEngine) -> tuple[web.AppRunner, str]:

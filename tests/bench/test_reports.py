@@ -24,6 +24,7 @@ from cockpit.bench.models import (
     PointSpec,
     Quality,
     Report,
+    SweepPlan,
     depth_label,
     from_json,
     to_json,
@@ -300,3 +301,22 @@ def test_the_tui_bench_panes_baseline_is_like_with_like(tmp_path: Path) -> None:
         tmp_path, replace(_report(tg, "stale", "2026-10-03_0"), environment=_env())
     )
     assert report_baselines(tmp_path, inventory) == {recipe.name: _tg(warm)}
+
+
+def test_a_report_keeps_its_plan_and_the_lanes_last_plan_is_found(tmp_path: Path) -> None:
+    """The TUI's plan editor starts from the lane's last plan: recorded in its newest report
+    (whatever it measured), not in one machine's state; a report written before plans were
+    recorded has none and is passed over."""
+    assert artifacts.last_plan(tmp_path / "none", "a", "b") is None
+    old = to_json(_seed_report("old", "2026-09-29_160255"))
+    del old["plan"]
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    assert artifacts.load_report(tmp_path / "old.json").plan is None
+    cold = SweepPlan((0, 65536), (1,), 512, 64, runs=5, cold=True, driver="llama-benchy")
+    report = replace(_seed_report("cold", "2026-10-01_0"), plan=cold)
+    path, _ = artifacts.save_report(tmp_path, report)
+    assert artifacts.load_report(path).plan == cold
+    newest_elsewhere = replace(_qwen(_seed_report("q", "2026-10-03_0")), plan=SweepPlan())
+    artifacts.save_report(tmp_path, newest_elsewhere)
+    assert artifacts.last_plan(tmp_path, report.lane, report.cluster) == cold
+    assert artifacts.last_plan(tmp_path, report.lane, "other") is None

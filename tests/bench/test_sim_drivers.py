@@ -16,10 +16,10 @@ from cockpit.bench import artifacts, probe
 from cockpit.bench import report as rep
 from cockpit.bench.benchy import serve_book
 from cockpit.bench.events import BenchWarning, PointStarted, SweepFinished
-from cockpit.bench.models import FlagKind, PointSpec
+from cockpit.bench.models import FlagKind, PointSpec, SweepPlan
 from cockpit.bench.quality import parse_perf_table, quality_argv
 from cockpit.bench.remote import remote_argv, remote_events
-from cockpit.bench.run import BenchRequest, bench, default_points
+from cockpit.bench.run import BenchRequest, bench
 from cockpit.cli import main
 from cockpit.config import load_inventory
 from cockpit.ops.events import OpEvent
@@ -31,7 +31,7 @@ from tests.bench.sim_engine import SMALL, SPEEDS, running_engine
 from tests.cli_runner import run_cockpit
 
 LANE = "mimo26-flash-mopd-4x-sparkring"
-COMPARE_POINTS = default_points(depths=(0, 8192), tg=64)
+COMPARE_POINTS = SweepPlan(depths=(0, 8192), tg=64).points
 """Both drivers' table: d0 and a warm-prefix depth, c1 and c2 (pp 2048, tg 64)."""
 
 
@@ -41,7 +41,7 @@ def _request(url: str, reports: Path, label: str, **kw: object) -> BenchRequest:
         "cluster": "sim",
         "label": label,
         "endpoint": url,
-        "points": default_points(depths=(0, 16384), tg=128),
+        "points": SweepPlan(depths=(0, 16384), tg=128).points,
         "tokenizer_dir": TOKENIZER_DIR,
         "reports_dir": reports,
         "runs": 3,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from cockpit.bench.artifacts import load_report
 from cockpit.bench.events import BenchWarning, SweepFinished
-from cockpit.bench.models import Flag, FlagKind, PointSpec
-from cockpit.bench.run import PERF_DEPTHS, SWEEP_DEPTHS, BenchRequest, bench, default_points
+from cockpit.bench.models import PERF_DEPTHS, SWEEP_DEPTHS, Flag, FlagKind, PointSpec, SweepPlan
+from cockpit.bench.run import BenchRequest, bench
 from cockpit.sim.engine.text import TOKENIZER_DIR
 from tests.bench.conftest import FLASH_SPEED
 from tests.bench.sim_engine import SPEEDS
@@ -76,7 +76,7 @@ async def test_warm_sweep_is_clean_with_c2_at_least_c1(flash_lane: str, tmp_path
     # The seed's sweep depths, tg 256 and 2 runs: a 32-token decode at 256K lasts 70 ms of wall
     # time at ×10, where one 30 ms stall of either process on the 2 shared cores moves tg by 40 %;
     # 256 tokens (0.6 s of wall time) keep one such stall to 5 %, inside the c2 − c1 margin.
-    req = _request(flash_lane, default_points(tg=256), tmp_path, "warm")
+    req = _request(flash_lane, SweepPlan(tg=256).points, tmp_path, "warm")
     _, last = await _run(replace(req, runs=2))
     report = load_report(Path(last.report_json))
     assert "warm prefix" in report.environment.prefix_cache_mode

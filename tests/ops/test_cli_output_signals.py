@@ -195,3 +195,25 @@ def test_a_process_stuck_after_a_signal_ends_after_its_grace(cancelled: bool) ->
         assert done.returncode == 0 and took >= 3
     else:
         assert done.returncode == 129 and took < 2.5
+
+
+def test_a_signal_arms_its_watchdog_even_when_the_loop_is_blocked_for_good() -> None:
+    """What left `cockpit demo` processes behind a closed tmux: Textual's writer thread died on
+    the lost terminal, its queue filled, and the loop's thread blocked in `Queue.put`; the
+    loop's signal handler then never ran. `install`'s `at_once` runs in the main thread at the
+    signal all the same."""
+    code = "\n".join([
+        "import asyncio, os, queue, signal, threading",
+        "from cockpit.ops.interrupt import exit_if_stuck, install",
+        "async def main():",
+        "    loop = asyncio.get_running_loop()",
+        "    install(loop, lambda s: None, lambda s: exit_if_stuck(128 + s, 0.3))",
+        "    full = queue.Queue(1)",
+        "    full.put('x')",
+        "    threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGHUP)).start()",
+        "    full.put('never')",  # blocks the loop's thread for good, as Textual's shutdown did
+        "asyncio.run(main())",
+    ])  # fmt: skip
+    t0 = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", code], timeout=30)
+    assert done.returncode == 128 + 1 and time.monotonic() - t0 < 5

@@ -90,6 +90,8 @@ async def test_preflight_lists_every_refusal_at_once(cockpit: Cockpit) -> None:
     assert end.exit_code == 2
     errors = [e.message for e in events if isinstance(e, Notice)]
     assert any("not present by digest on dgx1" in m and "sync-image" in m for m in errors)
+    checks = {e.check for e in events if isinstance(e, Notice) and "digest" in e.message}
+    assert checks == {"image"}  # named, so the TUI can offer sync-then-launch as the fix
     assert any("production lane prod-4x runs on dgx2" in m for m in errors)
     assert any("snapshot on dgx2" in m and "does not match" in m for m in errors)
     assert not any(isinstance(e, StepStarted) and e.step == "start" for e in events)

@@ -19,6 +19,7 @@ from cockpit.telemetry.docker_out import (
     parse_container_inspect,
     parse_image_inspect,
     parse_ps,
+    split_time,
 )
 
 DIGEST = "sha256:ed9f9813e61781e1ea04124af5bf9bfa7e8f5754022ab741b0ef0a4670166572"
@@ -175,9 +176,36 @@ def test_followed_logs_carry_what_the_container_wrote_to_stderr(tmp_path: Path) 
         check=True,
     )
     assert done.stdout.splitlines() == [
-        "logs -f --timestamps --tail 5 lane-r0; touch hacked",  # one quoted argument
+        "logs -f --timestamps --tail 5 -- lane-r0; touch hacked",  # one quoted argument
         "INFO started",
         "Traceback (most recent call last):",
         "RuntimeError: NCCL error",
     ]
     assert not (tmp_path / "hacked").exists()
+
+
+def test_a_log_read_once_since_a_time_quotes_every_word() -> None:
+    """`cockpit logs` without -f: no follow; --since as given, one quoted word."""
+    command = follow_logs_command("lane-r1", follow=False, since="10m; reboot", timestamps=True)
+    assert command == "docker logs --timestamps --since '10m; reboot' -- lane-r1 2>&1"
+    assert follow_logs_command("lane-r0") == "docker logs -f -- lane-r0 2>&1"
+
+
+@pytest.mark.parametrize(
+    ("line", "split"),
+    [
+        (
+            "2026-10-02T19:06:27.123456789Z INFO:     started",
+            ("2026-10-02T19:06:27.123456789Z", "INFO:     started"),
+        ),
+        ("2026-10-02T19:06:27Z ", ("2026-10-02T19:06:27Z", "")),  # an empty line, stamped
+        (
+            "INFO 10-02 19:06:27 [x.py:1] no docker time",
+            ("", "INFO 10-02 19:06:27 [x.py:1] no docker time"),
+        ),
+        ("2026 was a year", ("", "2026 was a year")),
+        ("", ("", "")),
+    ],
+)
+def test_split_time(line: str, split: tuple[str, str]) -> None:
+    assert split_time(line) == split

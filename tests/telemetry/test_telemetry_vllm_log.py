@@ -299,3 +299,60 @@ def test_garbage_leaves_boot_state_unchanged():
     state = BootState()
     for junk in ["", "\x1b[2K", "%%%", "Engine 000:", "Capturing CUDA graphs: x%"]:
         assert advance(state, junk) == state
+
+
+def test_the_real_logs_access_lines_are_routine_and_nothing_else_is(fixture_text):
+    """vLLM 0.32's own log: 120 access lines (health, models, version, metrics, chat and text
+    completions), folded; the stats, route list and startup lines around them are not."""
+    lines = fixture_text(REAL_LOG).splitlines()
+    routine = [line for line in lines if v.routine_access(line)]
+    assert len(routine) == sum(' HTTP/1.1" 200 OK' in line for line in lines) == 120
+    assert {line.split('"')[1].split()[1] for line in routine} == {
+        "/health", "/v1/models", "/version", "/metrics", "/v1/chat/completions", "/v1/completions",
+    }  # fmt: skip
+    kept = [line for line in lines if not v.routine_access(line)]
+    assert sum("Engine 000: Avg prompt throughput" in line for line in kept) == 6
+    assert any("Route: /v1/completions, Methods: POST" in line for line in kept)
+    assert "INFO:     Application startup complete." in kept
+
+
+@pytest.mark.parametrize(
+    ("line", "routine"),
+    [
+        # the shapes a container log gives: vLLM's process tag, docker's timestamp, colours
+        ('(APIServer pid=1) INFO:     172.18.0.3:46876 - "GET /v1/models HTTP/1.1" 200 OK', True),
+        (
+            '2026-10-02T19:06:27.123456789Z INFO:     127.0.0.1:1 - "GET /metrics HTTP/1.1" 200 OK',
+            True,
+        ),
+        (
+            '\x1b[32mINFO\x1b[0m:     127.0.0.1:5 - "\x1b[1mPOST /v1/completions HTTP/1.1\x1b[0m" '
+            "\x1b[32m200 OK\x1b[0m",
+            True,
+        ),
+        ('INFO:     ::1:40000 - "GET /health HTTP/1.1" 204 No Content', True),
+        ('INFO:     - "GET /metrics HTTP/1.1" 200 OK', True),  # no client address
+        ('INFO:     127.0.0.1:9 - "GET /ping HTTP/1.0" 307 Temporary Redirect', True),
+        # a failed request stays in view
+        ('INFO:     127.0.0.1:5 - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request', False),
+        (
+            'INFO:     127.0.0.1:5 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server '
+            "Error",
+            False,
+        ),
+        # lines that only mention a request
+        (
+            '(APIServer pid=1) WARNING 11-29 19:06:27 [serving.py:1] client "GET /x HTTP/1.1" 200',
+            False,
+        ),
+        (
+            "(APIServer pid=1) INFO 11-29 19:06:27 [launcher.py:195] Route: /metrics, Methods: GET",
+            False,
+        ),
+        ("INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)", False),
+        ('127.0.0.1 - - [02/Oct/2026:19:06:27 +0000] "GET /metrics HTTP/1.1" 200 12', False),
+        ("", False),
+    ],
+)
+def test_routine_access_lines(line, routine):
+    assert v.routine_access(line) is routine

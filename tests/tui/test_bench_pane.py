@@ -6,9 +6,15 @@ import io
 
 from rich.console import Console
 
+from cockpit.bench.events import PointFinished, SweepPlanned
+from cockpit.bench.method import PhaseStats, Stat
+from cockpit.bench.models import Flag, FlagKind, PointResult, PointSpec, SweepPlan
+from cockpit.tui.state.inputs import OpEnded, OpUpdate
+from cockpit.tui.state.store import Store
 from cockpit.tui.state.views import BenchRow
-from cockpit.tui.widgets.activity import bench_flags, bench_table, tg_cell
+from cockpit.tui.widgets.activity import bench_flags, bench_table, bench_title, tg_cell
 from cockpit.tui.widgets.palette import Palette
+from tests.tui import scene
 
 COLOURS = Palette("green", "yellow", "red", "cyan", "grey50")
 
@@ -41,3 +47,50 @@ def test_flags_are_grouped_by_kind_with_the_points_they_mark() -> None:
         "⚑ depth-dip: 64K c1",
         "⚑ noisy: 64K c1",
     ]
+
+
+def finished(depth: int, c: int, runs: tuple[float, ...], cold: bool = False) -> PointFinished:
+    """A point of the scene's lane as a bench reports it, `runs` its tg per run."""
+    tg = Stat.of(runs)
+    inference = PhaseStats(c, tg, tg, tg, tg, None, None, None, c * len(runs), 0)
+    noisy = tg is not None and tg.std / tg.mean > 0.10
+    flags = (Flag(FlagKind.NOISY, "runs disagree"),) if noisy else ()
+    result = PointResult(PointSpec(depth, c, 2048, 32, cold), inference, flags=flags)
+    return PointFinished(op="bench", lane=scene.LANE, cluster=scene.CLUSTER, result=result)
+
+
+def planned(sweep: SweepPlan) -> SweepPlanned:
+    steps = tuple(p.label for p in sweep.points)
+    return SweepPlanned(op="bench", lane=scene.LANE, cluster=scene.CLUSTER, steps=steps, plan=sweep)
+
+
+def test_a_sweep_of_several_runs_shows_its_spread_and_noisy_points() -> None:
+    """The TUI's bench now runs 3 runs a point: the pane gets the spread and the noisy flag."""
+    store = Store(scene.inventory(), scene.baselines())
+    store.apply(OpUpdate(1, planned(SweepPlan(depths=(0,), concurrency=(1, 2)))))
+    store.apply(OpUpdate(1, finished(0, 1, (66.0, 67.0, 68.0))))
+    store.apply(OpUpdate(1, finished(0, 2, (50.0, 70.0, 90.0))))
+    rows = store.snapshot(scene.T0).bench
+    assert [(r.runs, r.mode, r.baseline_tg_tps) for r in rows] == [(3, "", 67.3), (3, "", 72.2)]
+    table = text(bench_table(rows, COLOURS))
+    assert "67.0±0.8" in table and "70.0±16.3" in table and "-3%" in table
+    assert bench_flags(rows, COLOURS).plain == "⚑ noisy: 0 c2"
+
+
+def test_a_cold_or_llama_benchy_sweep_is_named_and_never_read_against_the_warm_baseline() -> None:
+    """The pane's baselines are warm built-in sweeps: a cold one against them is the seed's
+    artifact read as −48 % (so no Δ), and its rows never mix with the warm ones in one table."""
+    store = Store(scene.inventory(), scene.baselines())
+    store.apply(OpUpdate(1, planned(SweepPlan(depths=(0, 4096)))))
+    store.apply(OpUpdate(1, finished(4096, 1, (61.0, 62.0))))
+    store.apply(OpEnded(1, "done"))
+    store.apply(OpUpdate(2, planned(SweepPlan(depths=(0,), cold=True, driver="llama-benchy"))))
+    store.apply(OpUpdate(2, finished(0, 1, (35.0, 36.0), cold=True)))
+    snap = store.snapshot(scene.T0)
+    cold = snap.bench[-1]
+    assert (cold.mode, cold.baseline_tg_tps) == ("COLD · llama-benchy", None)
+    assert bench_title(snap.bench) == "Bench · COLD · llama-benchy"
+    table = text(bench_table(snap.bench, COLOURS))
+    assert "Δ" not in table and "4K" not in table  # the warm 4K row is another table
+    lane = snap.lane(f"{scene.LANE}@{scene.CLUSTER}")
+    assert lane is not None and lane.bench_headline == "tg 35.5 t/s @0 c1 COLD · llama-benchy"

@@ -111,6 +111,7 @@ class FakePool:
     def stream(self, node: str, command: str) -> object:
         *argv, merge = shlex.split(command)
         assert merge == "2>&1", "the container's stderr (tracebacks) is followed too"
+        assert "--timestamps" in argv, "each line with its time (the Log pane's `T`, save)"
         name = argv[-1]
         self.opened.append((node, name))
         lines = self.lines.get((node, name), [])

@@ -8,7 +8,9 @@ import pytest
 from textual.widgets import DataTable
 
 from cockpit.tui.app import CockpitApp
+from cockpit.tui.keymap import PANE_NAMES
 from cockpit.tui.widgets.nodes import COLUMNS
+from cockpit.tui.widgets.pane_bar import PaneBar
 
 
 @pytest.mark.parametrize("width", [120, 160])
@@ -48,3 +50,53 @@ async def test_the_lanes_pane_fits_its_width_names_whole_and_the_state_flexing(
             assert "last bench" in labels and "tg 60.2 t/s @8K c1" in [r[-1] for r in rows]
         if size[0] >= 200:
             assert "endpoint" in labels
+
+
+async def test_a_narrow_terminal_names_every_pane_and_its_digit_brings_it_into_view(
+    make_app: Callable[..., CockpitApp],
+) -> None:
+    """At 80×24 the panes stack below the fold: the pane bar names all eight, and a digit
+    focuses that pane and scrolls it into view (the bar marks it)."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.3)
+        bar = app.screen.query_one(PaneBar)
+        assert bar.display and bar.region.height == 1
+        text = str(bar.render())
+        assert all(f"{n} {name}" in text for n, name in enumerate(PANE_NAMES, 1)), text
+        for digit, pane_id in (("8", "#bench"), ("4", "#log"), ("1", "#lanes")):
+            await pilot.press(digit)
+            await pilot.pause(0.2)
+            pane = app.screen.query_one(pane_id)
+            assert app.screen.focused is not None and app.screen.focused in pane.walk_children()
+            assert 0 < pane.region.y < 24 and pane.region.height > 2, (digit, pane.region)
+        assert bar._shown is not None and bar._shown[0] == 0  # Lanes marked
+
+
+async def test_the_pane_bar_is_hidden_where_every_pane_shows(
+    make_app: Callable[..., CockpitApp],
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause(0.2)
+        assert not app.screen.query_one(PaneBar).display
+
+
+async def test_maximise_fills_the_screen_for_every_pane(
+    make_app: Callable[..., CockpitApp],
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(200, 60)) as pilot:
+        await pilot.pause(0.3)
+        for n in range(1, len(PANE_NAMES) + 1):
+            await pilot.press(str(n), "m")
+            await pilot.pause(0.1)
+            maximised = app.screen.maximized
+            assert maximised is not None, PANE_NAMES[n - 1]
+            assert maximised.region.height >= 55 and maximised.region.width >= 195, (
+                PANE_NAMES[n - 1],
+                maximised.region,
+            )
+            await pilot.press("m")
+            await pilot.pause(0.05)
+            assert app.screen.maximized is None

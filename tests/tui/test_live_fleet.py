@@ -8,13 +8,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from textual.geometry import Region
 from textual.pilot import Pilot
+from textual.screen import Screen
+from textual.widgets import Input
 
 from cockpit.assets import SIM_TOKENIZER_DIR
-from cockpit.bench.models import PointSpec
 from cockpit.config import load_inventory
 from cockpit.ops.context import OpContext
 from cockpit.sim.fleet import SimFleet
@@ -23,6 +25,7 @@ from cockpit.status.probe import Pace
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.feeds.fleet import FleetFeed
 from cockpit.tui.fleet_ops import FleetOperations
+from cockpit.tui.screens.bench_plan import BenchPlanScreen
 from cockpit.tui.screens.confirm import ConfirmScreen
 from cockpit.tui.settings import TuiSettings
 from cockpit.tui.state import FleetSnapshot, LanePhase, NodeHealth
@@ -35,7 +38,8 @@ QWEN = "qwen3-0.6b-2x"
 OTHER = "qwen3-0.6b-2x-b"
 CLUSTER = "2nodes-dac"
 SPEED = 200.0
-POINTS = (PointSpec(4096, 1, 512, 32), PointSpec(4096, 2, 512, 32))
+BENCH_FIELDS = {"depths": "4K", "concurrency": "1,2", "pp": "512", "tg": "32", "runs": "1"}
+S = TypeVar("S", bound=Screen[object])
 
 
 def prepare(fleet: SimFleet) -> None:
@@ -76,11 +80,21 @@ async def press_on_lane(pilot: Pilot, lane: str, key: str) -> ConfirmScreen:
     pane.table.focus()
     await pilot.pause(0.1)
     await pilot.press(key)
+    if key == "b":  # the plan editor first: the test's small sweep, then the confirmation
+        await until_screen(pilot, BenchPlanScreen, key)
+        for name, text in BENCH_FIELDS.items():
+            app.screen.query_one(f"#{name}", Input).value = text
+        await pilot.pause()
+        await pilot.press("enter")
+    return await until_screen(pilot, ConfirmScreen, key)
+
+
+async def until_screen(pilot: Pilot, kind: type[S], key: str) -> S:
     deadline = time.monotonic() + 30
-    while not isinstance(app.screen, ConfirmScreen):  # the plan may need a survey of the nodes
-        assert time.monotonic() < deadline, f"no confirmation after {key!r}"
+    while not isinstance(pilot.app.screen, kind):  # the plan may need a survey of the nodes
+        assert time.monotonic() < deadline, f"no {kind.__name__} after {key!r}"
         await pilot.pause(0.1)
-    return app.screen
+    return pilot.app.screen
 
 
 @pytest.mark.slow
@@ -93,9 +107,7 @@ async def test_launch_bench_switch_stop_from_the_keys(
     prepare(fleet)
     inventory = load_inventory(fleet.inventory_dir)
     async with pool_for(inventory) as pool:
-        ops = FleetOperations(
-            OpContext(inventory, pool), tmp_path / "reports", SIM_TOKENIZER_DIR, POINTS
-        )
+        ops = FleetOperations(OpContext(inventory, pool), tmp_path / "reports", SIM_TOKENIZER_DIR)
         feed = FleetFeed(inventory, pool, Pace(gpu_ms=250, slow_s=0.5, images_every=2), 0.5)
         app = CockpitApp(inventory, feeds=[feed], operations=ops,
                          settings=TuiSettings(tmp_path / "tui.toml"))  # fmt: skip

@@ -439,6 +439,44 @@ def test_a_node_whose_container_list_has_not_come_cannot_tell_its_lanes() -> Non
     assert state(store, QWEN_KEY) == "serving · dgx2 unreachable"
 
 
+def test_access_lines_are_tagged_and_counted_over_the_bounded_buffer() -> None:
+    """The Log pane's title counts the access lines it folds: the count follows the buffer as
+    old lines fall off it. Docker's timestamp is split off every line (the feed asks for it)."""
+    store = Store(scene.inventory())
+    store.apply_all(scene.node_samples(store.inventory))
+    access = 'INFO:     127.0.0.1:5 - "GET /metrics HTTP/1.1" 200 OK'
+    failed = 'INFO:     127.0.0.1:5 - "POST /v1/completions HTTP/1.1" 500 Internal Server Error'
+    stats = "(APIServer pid=1) INFO 10-02 19:06:27 [loggers.py:257] Engine 000: Avg prompt"
+    stamp = "2026-10-02T19:06:27.123456789Z"
+    lines = tuple(f"{stamp} {text}" for text in (access, access, failed, stats))
+    store.apply(RankLines("dgx5", scene.LANE, scene.CLUSTER, 0, lines))
+    source = LogSource(SERVING, "dgx5", 0)
+    snap = store.snapshot(scene.T0)
+    assert snap.access == {source: 2}
+    entries = snap.logs[source]
+    assert [e.access for e in entries] == [True, True, False, False]
+    assert [e.text for e in entries] == [access, access, failed, stats]
+    assert {e.ts for e in entries} == {stamp}
+    store.apply(RankLines("dgx5", scene.LANE, scene.CLUSTER, 0, (stats,) * (LOG_LINES - 3)))
+    assert store.snapshot(scene.T0).access == {source: 1}  # the first access line fell off
+    store.apply(RankLines("dgx5", scene.LANE, scene.CLUSTER, 0, (stats,)))
+    assert store.snapshot(scene.T0).access == {}
+
+
+def test_stamped_nccl_lines_are_summarised_once() -> None:
+    """Every line carries its own time: a repeated NCCL INFO line is still told apart by its
+    text alone, and the transport is read from it."""
+    store = Store(scene.inventory())
+    store.apply_all(scene.node_samples(store.inventory))
+    line = "spark-9f8f:315:315 [0] NCCL INFO NET/IB : Using [0]rocep1s0f0:1/RoCE [RO]; OOB enp1s0f0np0:10.0.0.5<0>"
+    lines = tuple(f"2026-10-02T19:06:2{i}.000000000Z {line}" for i in range(3))
+    store.apply(RankLines("dgx5", scene.LANE, scene.CLUSTER, 0, lines))
+    snap = store.snapshot(scene.T0)
+    assert [e.text for e in snap.nccl[SERVING]] == [line] * 3
+    (rank,) = snap.nccl_ranks[SERVING]
+    assert "RoCE" in rank.transport.headline
+
+
 def real_capture(name: str, at: float) -> EngineMetrics:
     """A real vLLM 0.32 `/metrics` capture, scraped at `at`."""
     return parse_metrics((FIXTURES / "vllm-0.32-cpu" / name).read_text(), at=at)

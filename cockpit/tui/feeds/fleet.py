@@ -1,9 +1,10 @@
 """The live feed: the status poller's per-node facts, each lane container's log, each lane's
 `/metrics`, folded into store inputs every 100 ms.
 
-One long-lived probe channel per node (`cockpit.status.FleetPoller`), one `docker logs -f` channel
-per lane container, one HTTP scrape loop per running lane. A node that stops answering only
-stops its own channels; its facts stay and the store marks them STALE / DOWN.
+One long-lived probe channel per node (`cockpit.status.FleetPoller`), one `docker logs -f
+--timestamps` channel per lane container (each line with the node's time of it, which the Log
+pane shows on demand and saves), one HTTP scrape loop per running lane. A node that stops
+answering only stops its own channels; its facts stay and the store marks them STALE / DOWN.
 
 A container is followed from the moment its launch started it (`follow`, told by the screen
 from the launch's events) or, failing that, when the node's container list shows it (every few
@@ -298,7 +299,7 @@ class FleetFeed:
 
     async def _log(self, key: tuple[str, str], tail: LineTail) -> None:
         node, name = key
-        command = follow_logs_command(name, tail=LOG_TAIL)
+        command = follow_logs_command(name, tail=LOG_TAIL, timestamps=True)
         with contextlib.suppress(SshError):
             async with self.pool.stream(node, command) as lines:
                 async for line in lines:

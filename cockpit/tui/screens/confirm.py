@@ -38,17 +38,25 @@ class ConfirmScreen(ModalScreen[bool]):
         Binding("n,escape", "answer(False)", "No", id="confirm_no"),
     ]
 
-    def __init__(self, planned: Planned) -> None:
+    def __init__(self, planned: Planned, warning: str = "") -> None:
+        """`warning`: what the nodes report that this plan runs into (`confirm_warning`)."""
         super().__init__()
         self.planned = planned
+        self.warning = warning
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Static(Text(f"Confirm {self.planned.op}", style="bold"), id="dialog-title")
+            if self.warning:
+                yield Static(Text(f"⚠ {self.warning}"), id="dialog-warning")
             with VerticalScroll(id="plan"):
                 yield Static(plan_text(self.planned), id="plan-text")
             with Horizontal(id="dialog-buttons"):
-                yield Button("Run it (y)", variant="warning", id="yes")
+                yield Button(
+                    "Run it anyway (y)" if self.warning else "Run it (y)",
+                    variant="warning",
+                    id="yes",
+                )
                 yield Button("Cancel (n)", variant="primary", id="no")
 
     def on_mount(self) -> None:

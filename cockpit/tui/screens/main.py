@@ -7,6 +7,7 @@ import contextlib
 import itertools
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, cast
 
 from textual import on
@@ -17,15 +18,25 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Header, Input
 
+from cockpit.atomic import write_atomic
 from cockpit.bench.load import LoadCount
+from cockpit.bench.models import SweepPlan
 from cockpit.errors import EXIT_REFUSED, CockpitError
-from cockpit.ops.events import Finished, OpEvent, Planned, StepFinished
+from cockpit.ops.events import Finished, Notice, OpEvent, Planned, Severity, StepFinished
 from cockpit.plan.render import container_name
 from cockpit.startup import resume_collector
 from cockpit.tui.demo import load_while_serving
-from cockpit.tui.keymap import DEMO_ONLY, MAIN_BINDINGS, NODE_CHANGING
+from cockpit.tui.keymap import (
+    DEMO_ONLY,
+    MAIN_BINDINGS,
+    NODE_CHANGING,
+    PANE_NAMES,
+    TAIL_BINDINGS,
+    key_of,
+)
 from cockpit.tui.messages import Facts
-from cockpit.tui.operations import LaneTarget
+from cockpit.tui.operations import Fix, LaneTarget, Operations, confirm_warning, fix_for
+from cockpit.tui.screens.bench_plan import BenchPlanScreen
 from cockpit.tui.screens.confirm import ConfirmScreen
 from cockpit.tui.screens.details import DetailsScreen
 from cockpit.tui.screens.help import HelpScreen
@@ -38,6 +49,7 @@ from cockpit.tui.widgets.lanes import LanesPane
 from cockpit.tui.widgets.logs import LogPane, NcclPane
 from cockpit.tui.widgets.nodes import NodesPane
 from cockpit.tui.widgets.pane import Pane, ViewContext
+from cockpit.tui.widgets.pane_bar import PaneBar
 from cockpit.tui.widgets.tail import TailLog
 
 if TYPE_CHECKING:
@@ -68,16 +80,19 @@ class MainScreen(Screen[None]):
         self._shown_at = 0.0
         self._advised = 0  # the last advisor hint shown as a notice
         self._runs = itertools.count(1)
+        self._fix: Fix | None = None  # what the `fix` key runs after a refusal it can mend
+        self._bench_plans: dict[str, SweepPlan] = {}  # lane key → its last plan this session
 
     def compose(self) -> ComposeResult:
         yield Header()
+        yield PaneBar(PANE_NAMES)
         with Horizontal(id="main"):
             with Vertical(id="left"):
                 yield LanesPane()
                 yield NodesPane()
                 with Horizontal(id="tails"):
                     yield NcclPane()
-                    yield LogPane()
+                    yield LogPane(key_of("access", self.cockpit.keymap_overrides))
             with Vertical(id="right"):
                 yield OpsPane()
                 yield KvPane()
@@ -196,8 +211,18 @@ class MainScreen(Screen[None]):
     def action_sync(self) -> None:
         self._operate("sync")
 
-    def action_bench(self) -> None:
-        self._operate("bench")
+    def action_bench(self, target: LaneTarget | None = None) -> None:
+        """The plan editor first, prefilled with the lane's last plan; then, as for every lane
+        key, the confirmation of the operation's own plan."""
+        picked = self._target("bench", target)
+        if picked is not None:
+            self.run_worker(
+                self._edit_bench(*picked),
+                group="bench-plan",
+                name=f"bench plan {picked[1]}",
+                exclusive=True,
+                exit_on_error=False,
+            )
 
     def action_switch(self) -> None:
         self._operate("switch")
@@ -211,38 +236,78 @@ class MainScreen(Screen[None]):
             return
         self._operate("restore", target)
 
-    def _restore_key(self) -> str:
-        key = self.cockpit.keymap_overrides.get("restore")
-        return key or next(b.key for b in MAIN_BINDINGS if b.id == "restore")
+    def operate(self, name: str, target: LaneTarget) -> None:
+        """Run a lane operation on `target` as its key would on the selected lane (the command
+        palette's lane entries): plan (a bench's in its editor), confirmation, then the events."""
+        if name == "bench":
+            self.action_bench(target)
+        else:
+            self._operate(name, target)
 
-    def _operate(self, name: str, target: LaneTarget | None = None, *, ask: bool = True) -> None:
+    def _target(
+        self, name: str, target: LaneTarget | None = None
+    ) -> tuple[LaneTarget, str, Operations] | None:
+        """The lane a key acts on (the selected one unless given), its key and the operations;
+        None once the notice says why the key does nothing."""
         if self.cockpit.readonly and name in NODE_CHANGING:
             self.notify(
                 f"read-only: {name} is disabled (started with --readonly)", severity="warning"
             )
-            return
+            return None
         if target is None:
             selected = self.selected_lane()
             if selected is None:
                 self.notify("select a lane first (Lanes pane)", severity="warning")
-                return
+                return None
             target = LaneTarget(selected.lane, selected.cluster)
         lane = self.snap.lane(lane_key(target.lane, target.cluster)) if self.snap else None
         ops = self.cockpit.operations
         if ops is None or lane is None:
             self.notify(f"{name}: no fleet operations in this session", severity="warning")
-            return
-        events = getattr(ops, name)(target)
+            return None
+        return target, lane.key, ops
+
+    def _operate(self, name: str, target: LaneTarget | None = None, *, ask: bool = True) -> None:
+        picked = self._target(name, target)
+        if picked is not None:
+            target, key, ops = picked
+            self._start(name, key, getattr(ops, name)(target), ask)
+
+    def _start(self, name: str, key: str, events: AsyncIterator[OpEvent], ask: bool = True) -> None:
+        """Run an operation's events in a worker: its plan confirmed first (if `ask`ed)."""
         # a plan that asks the nodes takes a second or two: say the key was taken
         planning = self.set_timer(
-            PLANNING_NOTICE_S, lambda: self.notify(f"{name} {lane.key}: planning…", timeout=3)
+            PLANNING_NOTICE_S, lambda: self.notify(f"{name} {key}: planning…", timeout=3)
         )
         self.run_worker(
             self._guarded(name, next(self._runs), events, planning, ask),
             group="ops",
-            name=f"{name} {lane.key}",
+            name=f"{name} {key}",
             exit_on_error=False,
         )
+
+    async def _edit_bench(self, target: LaneTarget, key: str, ops: Operations) -> None:
+        """The editor on the lane's last plan: this session's, else its newest report's (read in
+        a thread: it reads every report), else `cockpit bench`'s defaults; the plan it is left
+        with on Enter is remembered and goes to the usual confirmation."""
+        try:
+            start, origin = self._bench_plans.get(key), "your last plan of this lane"
+            if start is None:
+                start = await asyncio.to_thread(ops.last_bench_plan, target)
+                origin = "the plan of the lane's last report"
+            if start is None:
+                start, origin = SweepPlan(), "cockpit bench's defaults (no earlier plan)"
+            recipe = self.cockpit.store.inventory.recipes[target.lane]
+            editor = BenchPlanScreen(target, start, recipe.serve.max_model_len, origin)
+            plan = await self.app.push_screen_wait(editor)
+        except Exception as exc:  # reading the reports failed: shown, the app goes on
+            self.notify(f"bench: {type(exc).__name__}: {exc}", severity="error")
+            return
+        if plan is None:
+            self.notify("bench cancelled: nothing changed", timeout=3)
+            return
+        self._bench_plans[key] = plan
+        self._start("bench", key, ops.bench(target, plan))
 
     async def _guarded(
         self, name: str, run: int, events: AsyncIterator[OpEvent], planning: Timer, ask: bool
@@ -302,7 +367,7 @@ class MainScreen(Screen[None]):
         confirmed = (
             not ask
             or not isinstance(first, Planned)
-            or await self.app.push_screen_wait(ConfirmScreen(first))
+            or await self.app.push_screen_wait(ConfirmScreen(first, self._warning(first)))
         )
         if not confirmed:
             await events.aclose()  # type: ignore[attr-defined]
@@ -312,23 +377,49 @@ class MainScreen(Screen[None]):
         if isinstance(first, Finished):
             self._announce(first)
             return
+        self._set_fix(None)  # a new operation: an earlier refusal's fix no longer stands
+        checks: set[str] = set()  # the preflight checks that failed
         try:
             async for event in events:
                 self._post(run, event)
+                if isinstance(event, Notice) and event.check and event.severity is Severity.ERROR:
+                    checks.add(event.check)
                 if isinstance(event, Finished) and event.op == first.op:
-                    self._announce(event)
+                    fix = fix_for(event, checks)
+                    self._set_fix(fix)
+                    self._announce(event, fix)
         except asyncio.CancelledError:
             await self._roll_back(run, first, events)
 
-    def _announce(self, finished: Finished) -> None:
+    def _warning(self, planned: Planned) -> str:
+        key = lane_key(planned.lane, planned.cluster) if planned.lane else None
+        return confirm_warning(planned, self.snap.lane(key) if self.snap and key else None)
+
+    def _set_fix(self, fix: Fix | None) -> None:
+        if fix != self._fix:
+            self._fix = fix
+            self.refresh_bindings()  # the footer offers the key only while there is a fix
+
+    def action_fix(self) -> None:
+        """Run what the last refusal named as its fix (`fix` binding), e.g. sync then launch."""
+        fix = self._fix
+        if fix is None:
+            self.notify("fix: no refusal to mend", timeout=3)
+            return
+        self._operate(fix.op, fix.target)
+
+    def _announce(self, finished: Finished, fix: Fix | None = None) -> None:
         if finished.ok:
             self.notify(f"{finished.op}: {finished.summary}")
             return
         refused = finished.exit_code == EXIT_REFUSED
         message = f"{finished.op} {'refused' if refused else 'failed'}: {finished.summary}"
+        if fix is not None:
+            message += f" — press {key_of('fix', self.cockpit.keymap_overrides)} to {fix.does}"
         restorable = getattr(self.cockpit.operations, "restorable", None)
         if finished.op == "switch" and not refused and restorable and restorable():
-            message += f" — press {self._restore_key()} to restore the previous lane"
+            key = key_of("restore", self.cockpit.keymap_overrides)
+            message += f" — press {key} to restore the previous lane"
         self.notify(message, severity="warning" if refused else "error", timeout=OUTCOME_NOTICE_S)
 
     async def _roll_back(self, run: int, first: OpEvent, events: AsyncIterator[OpEvent]) -> None:
@@ -389,7 +480,9 @@ class MainScreen(Screen[None]):
         self._start_load()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """The demo's load exists only in `cockpit demo`."""
+        """The demo's load exists only in `cockpit demo`; `fix` only after a refusal it mends."""
+        if action == "fix":
+            return self._fix is not None
         return action not in DEMO_ONLY or self.cockpit.demo is not None
 
     @property
@@ -420,7 +513,7 @@ class MainScreen(Screen[None]):
 
     @on(Input.Submitted, "#log-search")
     def _search(self, event: Input.Submitted) -> None:
-        self.query_one(LogPane).apply_filter(event.value, self.snap)
+        self.query_one(LogPane).apply_filter(event.value)
 
     def action_follow(self) -> None:
         focused = self.focused
@@ -434,8 +527,49 @@ class MainScreen(Screen[None]):
         self.notify("following the tail" if on else "paused: new lines are counted", timeout=2)
 
     def action_level(self) -> None:
-        level = self.query_one(LogPane).cycle_level(self.snap)
+        level = self.query_one(LogPane).cycle_level()
         self.notify(f"log level: {level}", timeout=2)
+
+    def action_access(self) -> None:
+        log = self.query_one(LogPane)
+        shown = log.toggle("access")
+        self.notify(f"access lines {'shown' if shown else 'folded'} ({log.access} in the log)",
+                    timeout=2)  # fmt: skip
+
+    def action_wrap(self) -> None:
+        wrapped = self.query_one(LogPane).toggle("wrapping")
+        self.notify("log lines wrapped" if wrapped else "log lines cut (→/← by a page)", timeout=2)
+
+    def action_timestamps(self) -> None:
+        on = self.query_one(LogPane).toggle("times")
+        self.notify(f"log times {'shown' if on else 'hidden'}", timeout=2)
+
+    def action_save_log(self) -> None:
+        """The Log pane's whole buffer to `logs/…` (cockpit.tui.logfile), written in a thread:
+        the atomic write's fsyncs stay off the event loop."""
+        from cockpit.tui.logfile import log_path, log_text  # a rare key: loaded when pressed
+
+        source = self.query_one(LogPane).source
+        entries = self.snap.logs.get(source, ()) if self.snap and source else ()
+        if source is None or not entries:
+            self.notify("no log lines to save", severity="warning", timeout=3)
+            return
+        path = log_path(source, datetime.now(UTC))
+        text = log_text(entries)
+
+        def save() -> None:
+            try:
+                write_atomic(path, text)
+            except OSError as exc:
+                self.app.call_from_thread(
+                    self.notify, f"log not saved: {exc}", severity="error", timeout=8
+                )
+                return
+            rank = f"{source.node}/r{source.rank}"
+            saved = f"saved {len(entries)} lines of {rank} to {path.resolve()}"
+            self.app.call_from_thread(self.notify, saved, timeout=8)
+
+        self.run_worker(save, thread=True, group="save-log", exit_on_error=False)
 
     def action_next_log(self) -> None:
         sources = self.snap.log_sources if self.snap else ()
@@ -444,6 +578,38 @@ class MainScreen(Screen[None]):
         current = self.ctx.log_source
         index = (sources.index(current) + 1) % len(sources) if current in sources else 0
         self._pick_log(sources[index])
+
+    def _panes(self) -> list[Pane]:
+        return list(self.query(Pane))
+
+    def action_pane(self, number: int) -> None:
+        """Focus pane `number` (1-8, layout order) and bring it into view: on a narrow terminal
+        the stacked panes are mostly below the fold."""
+        panes = self._panes()
+        if not 1 <= number <= len(panes):
+            return
+        pane = panes[number - 1]
+        if self.maximized is not None and self.maximized is not pane:
+            self.minimize()
+        target = next((w for w in pane.query("*") if w.focusable), None)
+        if target is not None:
+            target.focus()
+        pane.scroll_visible(animate=False)
+        self.repaint_soon()
+
+    def on_descendant_focus(self) -> None:
+        """The pane bar marks the pane the focus is in."""
+        focused = self.focused
+        panes = self._panes()
+        index = next(
+            (
+                i
+                for i, pane in enumerate(panes)
+                if focused is not None and focused in pane.walk_children()
+            ),
+            None,
+        )
+        self.query_one(PaneBar).mark(index)
 
     def action_maximise(self) -> None:
         if self.maximized is not None:
@@ -463,11 +629,19 @@ class MainScreen(Screen[None]):
         self.app.exit()
 
     def key_rows(self) -> list[tuple[str, str, str]]:
-        """(keys, description, note) for every binding of this screen, keymap overrides applied."""
+        """(keys, description, note) for every binding of this screen and of its logs, keymap
+        overrides applied."""
         overrides = self.cockpit.keymap_overrides
         rows = []
-        for binding in MAIN_BINDINGS:
+        for binding in (*MAIN_BINDINGS, *TAIL_BINDINGS):
             if binding.action in DEMO_ONLY and self.cockpit.demo is None:
+                continue
+            if binding.action.startswith("pane(") and not any(
+                k.startswith("pane") for k in overrides
+            ):  # one row for the eight of them, unless some were rebound
+                if binding.id == "pane1":
+                    names = ", ".join(f"{n} {name}" for n, name in enumerate(PANE_NAMES, 1))
+                    rows.append((f"1-{len(PANE_NAMES)}", f"Focus a pane: {names}", ""))
                 continue
             keys = overrides.get(binding.id or "", binding.key).split(",")
             shown = ", ".join(

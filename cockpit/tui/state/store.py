@@ -16,8 +16,8 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from cockpit.bench.events import BenchWarning, PointFinished, PointStarted
-from cockpit.bench.models import depth_label
+from cockpit.bench.events import BenchWarning, PointFinished, PointStarted, SweepPlanned
+from cockpit.bench.models import SweepPlan, depth_label
 from cockpit.config import Inventory
 from cockpit.errors import EXIT_REFUSED, CockpitError
 from cockpit.ops.events import (
@@ -33,9 +33,11 @@ from cockpit.ops.events import (
 from cockpit.plan import plan_lane
 from cockpit.redact import shown
 from cockpit.telemetry.boot import BootPhase, BootState, advance
+from cockpit.telemetry.docker_out import split_time
 from cockpit.telemetry.metrics import EngineMetrics, kv_pool_gib, window
 from cockpit.telemetry.nccl_log import TransportTracker
 from cockpit.telemetry.slo import DEFAULT_SLO, Slo, goodput
+from cockpit.telemetry.vllm_log import routine_access
 from cockpit.tui.state.advisor import Onsets, engine_hints, node_hints
 from cockpit.tui.state.inputs import (
     EngineSampled,
@@ -117,6 +119,7 @@ class _Engine:
 class _Log:
     lines: deque[LogEntry] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
     dropped: int = 0
+    access: int = 0  # routine access lines among `lines`
     frozen: tuple[LogEntry, ...] = ()
     frozen_seq: int = -1
 
@@ -128,6 +131,12 @@ class _Nccl:
     tail: deque[LogEntry] = field(default_factory=lambda: deque(maxlen=NCCL_LINES))
     ranks: dict[tuple[str, int], TransportTracker] = field(default_factory=dict)
     seen: dict[str, None] = field(default_factory=dict)  # recent INFO lines (ordered LRU)
+
+
+def bench_mode(cold: bool, driver: str) -> str:
+    """What a bench point measured, named when it is not what the Bench pane's baselines measure
+    (the built-in driver's warm sweep): `COLD`, `llama-benchy`, or both; "" when it is."""
+    return " · ".join((["COLD"] if cold else []) + ([driver] if driver != "builtin" else []))
 
 
 class Store:
@@ -155,6 +164,7 @@ class Store:
         self._running: dict[int, OpView] = {}
         self._done_ops: deque[OpView] = deque(maxlen=OPS_KEPT)
         self._bench: deque[BenchRow] = deque(maxlen=BENCH_POINTS)
+        self._sweeps: dict[int, SweepPlan] = {}  # a running bench's plan, by run
         self._was_running: set[str] = set()  # lane keys with a running container listed
         self._was_listed: set[str] = set()  # ... with any container listed
         self._seq = 0
@@ -186,10 +196,13 @@ class Store:
             case RankLines():
                 self._lines(item)
             case OpUpdate():
+                if isinstance(item.event, SweepPlanned):
+                    self._sweeps[item.run] = item.event.plan
                 if isinstance(item.event, PointFinished):
-                    self._bench_point(item.event)
+                    self._bench_point(item.run, item.event)
                 self._op(item.run, item.event)
             case OpEnded():
+                self._sweeps.pop(item.run, None)
                 self._ended(item)
 
     # ------------------------------------------------------------------ observation
@@ -331,29 +344,41 @@ class Store:
         boot = self._boot.get(key, BootState()) if item.rank == 0 else None
         seen = nccl.seen
         tracker: TransportTracker | None = None
+        lines = log.lines
         for raw in item.lines:
             self._seq += 1
-            level = _level(raw)
-            entry = LogEntry(self._seq, item.node, item.rank, shown(raw), level)
-            if "NCCL " in raw:
+            ts, text = split_time(raw)
+            level = _level(text)
+            access = level is None and routine_access(text)
+            entry = LogEntry(self._seq, item.node, item.rank, shown(text), level, ts, access)
+            if "NCCL " in text:
                 nccl.tail.append(entry)
-                if level is not None or raw not in seen:  # a repeated INFO line adds nothing
+                if level is not None or text not in seen:  # a repeated INFO line adds nothing
                     if tracker is None:
                         tracker = nccl.ranks.setdefault((item.node, item.rank), TransportTracker())
-                    tracker.feed(raw)
-                    seen[raw] = None
+                    tracker.feed(text)
+                    seen[text] = None
                     if len(seen) > NCCL_SEEN:
                         del seen[next(iter(seen))]
-            log.lines.append(entry)
+            if len(lines) == LOG_LINES and lines[0].access:  # about to fall off the buffer
+                log.access -= 1
+            lines.append(entry)
+            log.access += access
             if boot is not None and boot.phase not in _BOOT_DONE:
-                boot = advance(boot, raw)
+                boot = advance(boot, text)
         if boot is not None:  # the failed line is shown in the Lanes pane: as every log line
             failed = boot.failed_line
             self._boot[key] = replace(boot, failed_line=shown(failed)) if failed else boot
 
-    def _bench_point(self, event: PointFinished) -> None:
+    def _bench_point(self, run: int, event: PointFinished) -> None:
+        """A finished point; its Δ only against a baseline that measured the same (the pane's are
+        warm built-in sweeps: a cold point against one reads the seed's artifact as −48 %)."""
         spec = event.result.spec
-        base = self.baselines.get(event.lane, {}).get((spec.depth, spec.concurrency))
+        sweep = self._sweeps.get(run)
+        mode = bench_mode(spec.cold, sweep.driver if sweep else "builtin")
+        base = (
+            None if mode else self.baselines.get(event.lane, {}).get((spec.depth, spec.concurrency))
+        )
         tg = event.result.inference.tg if event.result.inference else None
         self._bench.append(
             BenchRow(
@@ -367,6 +392,7 @@ class Store:
                 flags=tuple(f.kind.value for f in event.result.flags),
                 tg_std=tg.std if tg else None,
                 runs=len(tg.values) if tg else 0,
+                mode=mode,
             )
         )
 
@@ -498,6 +524,7 @@ class Store:
             },
             logs=logs,
             dropped={source: log.dropped for source, log in self._logs.items() if log.dropped},
+            access={source: log.access for source, log in self._logs.items() if log.access},
             ops=ops,
             bench=tuple(self._bench),
             version=self.version,
@@ -510,6 +537,7 @@ class Store:
                 if r.running
             ),
             hints=tuple(self._hints),
+            boots=dict(self._boot),
         )
 
     def _node_view(self, name: str, node: _Node, now: float) -> NodeView:
@@ -615,4 +643,5 @@ class Store:
         if not points:
             return None
         p = points[-1]
-        return f"tg {p.tg_tps:.1f} t/s @{depth_label(p.depth)} c{p.concurrency}"
+        mode = f" {p.mode}" if p.mode else ""
+        return f"tg {p.tg_tps:.1f} t/s @{depth_label(p.depth)} c{p.concurrency}{mode}"

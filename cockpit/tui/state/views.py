@@ -8,6 +8,7 @@ from typing import NamedTuple
 
 from cockpit.errors import EXIT_REFUSED
 from cockpit.ops.ownership import stop_fix
+from cockpit.telemetry.boot import BootState
 from cockpit.telemetry.gpu import GpuSample, MemoryView
 from cockpit.telemetry.metrics import Quantiles
 from cockpit.telemetry.nccl_log import RankTransport
@@ -154,8 +155,10 @@ class LogEntry(NamedTuple):
     seq: int
     node: str
     rank: int
-    text: str
+    text: str  # as the container wrote it (redacted, control characters escaped)
     level: str | None = None
+    ts: str = ""  # docker's RFC 3339 time of the line, "" when the stream had none
+    access: bool = False  # a routine access line (`routine_access`): folded by default
 
 
 class LogSource(NamedTuple):
@@ -189,6 +192,7 @@ class BenchRow:
     flags: tuple[str, ...] = ()  # honesty flags (kind names)
     tg_std: float | None = None  # spread over the runs (meaningful only when runs > 1)
     runs: int = 1
+    mode: str = ""  # "" a warm built-in sweep (what baselines measure), else COLD, the driver
 
 
 @dataclass(frozen=True)
@@ -238,6 +242,8 @@ class FleetSnapshot:
     log_sources: tuple[LogSource, ...] = field(default_factory=tuple)
     live_sources: frozenset[LogSource] = frozenset()  # sources whose container runs
     hints: tuple[tuple[int, Hint], ...] = ()  # (seq, hint) at each onset, newest last
+    access: dict[LogSource, int] = field(default_factory=dict)  # access lines in each log
+    boots: dict[str, BootState] = field(default_factory=dict)  # lane key → its head's boot log
 
     def lane(self, key: str) -> LaneView | None:
         return next((lane for lane in self.lanes if lane.key == key), None)

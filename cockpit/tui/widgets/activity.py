@@ -18,6 +18,7 @@ from cockpit.tui.widgets.palette import Palette, palette_of
 from cockpit.tui.widgets.pane import Pane, ViewContext
 
 FLAG_MARK = "⚑"
+SHOWN_CONCURRENCY = (1, 2)  # the table's tg columns (a sweep's other concurrencies: its report)
 PLOT_MIN_ROWS = 8  # below this the plot is hidden: the table and the flags keep the room
 
 
@@ -73,6 +74,13 @@ def bench_flags(points: tuple[BenchRow, ...], colours: Palette) -> Text:
     return Text("\n".join(lines), style=colours.warn)
 
 
+def bench_title(points: tuple[BenchRow, ...]) -> str:
+    """The pane's title names what the shown sweep measured when it is not a warm built-in one
+    (`Bench · COLD`): the table alone would not say its figures are cold ones."""
+    mode = points[-1].mode if points else ""
+    return f"Bench · {mode}" if mode else "Bench"
+
+
 def bench_table(points: tuple[BenchRow, ...], colours: Palette) -> RenderableType:
     """depth × c1/c2 tg tokens/s, Δ against the baseline when there is one, pp; a flagged row
     is marked in its last column (`bench_flags` spells the flags out)."""
@@ -90,7 +98,7 @@ def bench_table(points: tuple[BenchRow, ...], colours: Palette) -> RenderableTyp
     )
     table.add_column("depth", justify="right", no_wrap=True)
     legend = line_colours(colours)  # the headers are the depth plot's legend
-    for c in (1, 2):
+    for c in SHOWN_CONCURRENCY:
         name = f"tg c{c}"
         table.add_column(name, justify="right", no_wrap=True, header_style=legend[name])
         if with_base:
@@ -101,7 +109,7 @@ def bench_table(points: tuple[BenchRow, ...], colours: Palette) -> RenderableTyp
         label = depth_label(depth)
         cells: list[Text | str] = [label]
         flagged = False
-        for c in (1, 2):
+        for c in SHOWN_CONCURRENCY:
             p = rows[depth].get(c)
             cells.append(tg_cell(p) if p else "…")
             if with_base:
@@ -170,6 +178,7 @@ class BenchPane(Pane):
         table = bench_table(snap.bench, colours)
         flags = bench_flags(snap.bench, colours) if snap.bench else Text()
         self.query_one(Body).update(Group(table))
+        self.retitle(bench_title(snap.bench))
         self.query_one("#bench-flags", Static).update(flags)
         width = max(self.size.width, 1)
         console = self.app.console

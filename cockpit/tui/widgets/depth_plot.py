@@ -37,10 +37,12 @@ class DepthSeries:
 
 
 def last_sweep(points: tuple[BenchRow, ...]) -> dict[int, dict[int, BenchRow]]:
-    """The last benched lane's points, depth → concurrency → point (what the Bench pane shows)."""
+    """The last benched lane's points measured as its last one was (warm or COLD, the driver),
+    depth → concurrency → point (what the Bench pane shows): a cold sweep's rows never stand in a
+    table of warm ones."""
     by_depth: dict[int, dict[int, BenchRow]] = {}
     for p in points:
-        if p.lane == points[-1].lane:
+        if (p.lane, p.mode) == (points[-1].lane, points[-1].mode):
             by_depth.setdefault(p.depth, {})[p.concurrency] = p
     return by_depth
 

@@ -3,6 +3,8 @@ tail) and the container Log pane."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.events import MouseScrollUp
@@ -75,12 +77,16 @@ class NcclPane(_TailPane):
 
 
 class LogPane(_TailPane):
-    """The selected node/rank's container log, with `/` search (hides other lines) and levels."""
+    """The selected node/rank's container log, with `/` search (hides other lines), levels, its
+    access lines folded (`a` shows them), wrap (`W`) and times (`T`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, access_key: str) -> None:
+        """`access_key`: the key that shows the access lines (the title names it)."""
         super().__init__("Log", id="log")
+        self.access_key = access_key
         self.source: LogSource | None = None
         self.ended = False  # the source's container no longer runs (its lines are kept)
+        self.access = 0  # routine access lines in the source's buffer
 
     def compose(self) -> ComposeResult:
         yield TailLog(max_lines=LOG_MAX_LINES, tag_node=False, id="log-tail")
@@ -91,14 +97,25 @@ class LogPane(_TailPane):
     def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
         self.source = source = ctx.log_source  # the screen picked it among snap.logs
         self.ended = source is not None and source not in snap.live_sources
-        title = "Log"
-        if source is not None:
-            title = f"Log {source.node}/r{source.rank} {source.lane}"
-            title += " (ended)" if self.ended else ""
-        self.retitle(title)
+        self.access = snap.access.get(source, 0) if source else 0
+        self.retitle(self._title())
         self.tail().feed(source, snap.logs.get(source, ()) if source else (), palette_of(self.app))
         self.shed = snap.dropped.get(source, 0) if source else 0
         self.refresh_subtitle()
+
+    def _title(self) -> str:
+        """`Log dgx5/r0 (ended) · 312 access lines hidden (a) · lane@cluster`: what a narrow
+        pane cuts off is the lane, named in full by the NCCL pane beside it."""
+        source = self.source
+        if source is None:
+            return "Log"
+        parts = [f"Log {source.node}/r{source.rank}" + (" (ended)" if self.ended else "")]
+        if self.access:
+            lines = f"{self.access} access line{'s' if self.access > 1 else ''}"
+            state = "shown" if self.tail().access else "hidden"
+            parts.append(f"{lines} {state} ({self.access_key})")
+        parts.append(source.lane)
+        return " · ".join(parts)
 
     def open_search(self) -> None:
         field = self.query_one(Input)
@@ -106,20 +123,29 @@ class LogPane(_TailPane):
         field.value = self.tail().term
         field.focus()
 
-    def apply_filter(self, term: str, snap: FleetSnapshot | None) -> None:
+    def apply_filter(self, term: str) -> None:
         tail = self.tail()
         tail.term = term.strip()
         field = self.query_one(Input)
         field.display = False
         tail.focus()
-        if snap is not None and self.source is not None:
-            tail.refilter(snap.logs.get(self.source, ()))
-        self.refresh_subtitle()
+        self._rerender()
 
-    def cycle_level(self, snap: FleetSnapshot | None) -> str:
+    def cycle_level(self) -> str:
         tail = self.tail()
         tail.level = (tail.level + 1) % len(LEVELS)
-        if snap is not None and self.source is not None:
-            tail.refilter(snap.logs.get(self.source, ()))
-        self.refresh_subtitle()
+        self._rerender()
         return LEVELS[tail.level]
+
+    def toggle(self, way: Literal["access", "wrapping", "times"]) -> bool:
+        """Flip a way of showing the log (a `TailLog` flag); returns it."""
+        tail = self.tail()
+        on = not getattr(tail, way)
+        setattr(tail, way, on)
+        self._rerender()
+        return on
+
+    def _rerender(self) -> None:
+        self.tail().refilter()
+        self.retitle(self._title())
+        self.refresh_subtitle()

@@ -1,7 +1,10 @@
-"""A bounded, batched log tail: follow/pause with a "+N new" counter, a hiding filter, levels.
+"""A bounded, batched log tail: follow/pause with a "+N new" counter, a hiding filter, levels,
+access lines folded, wrap or cut lines (read a page at a time), times on demand.
 
 Lines arrive as `LogEntry` tuples from snapshots; only entries newer than the last one shown are
 written, in one `write_lines` call per flush, so a flood of lines costs one repaint per flush.
+A wrapped line is written as rows of the pane's width (Textual's `Log` stays the fast, lazily
+rendered widget it is); a resize rewraps the buffer.
 """
 
 from __future__ import annotations
@@ -10,10 +13,13 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from operator import attrgetter
 
+from rich.cells import chop_cells
 from rich.highlighter import Highlighter
 from rich.text import Text
+from textual.events import Resize
 from textual.widgets import Log
 
+from cockpit.tui.keymap import TAIL_BINDINGS
 from cockpit.tui.state.views import LogEntry
 from cockpit.tui.widgets.palette import Palette
 
@@ -43,15 +49,37 @@ class LevelHighlighter(Highlighter):
                 start = lowered.find(term, start + len(term))
 
 
-def keep(entry: LogEntry, term: str, level: int) -> bool:
-    """The filter: lines not matching the search term or below the level are hidden."""
+def keep(entry: LogEntry, term: str, level: int, access: bool = False) -> bool:
+    """The filter: lines not matching the search term or below the level are hidden, and
+    routine access lines unless `access`."""
+    if entry.access and not access:
+        return False
     if level and _RANK.get(entry.level or "", 1) <= level:  # warn+ keeps 2 and up, error 3
         return False
     return not term or term.lower() in entry.text.lower()
 
 
+def clock(ts: str) -> str:
+    """Docker's `2026-10-02T19:06:27.123456789Z` as `19:06:27.123`; blanks of that width for a
+    line without a time, so the text stays in one column."""
+    if not ts:
+        return " " * 12
+    return ts[11:19] + (ts[19:23] if ts[19:20] == "." else "")
+
+
+def wrap(line: str, width: int) -> list[str]:
+    """`line` as rows of at most `width` cells, the rows after its first indented by two: a
+    wrapped line reads as one, not as several lines of the log."""
+    first, *rest = chop_cells(line.expandtabs(), width) or [""]
+    if not rest:
+        return [first]
+    return [first, *(f"  {row}" for row in chop_cells("".join(rest), max(width - 2, 1)))]
+
+
 class TailLog(Log):
     """Bounded (max_lines) tail; scrolling up or `f` pauses, and new lines are only counted."""
+
+    BINDINGS = TAIL_BINDINGS
 
     def __init__(self, *, max_lines: int, tag_node: bool, id: str) -> None:
         super().__init__(max_lines=max_lines, highlight=True, id=id)
@@ -59,39 +87,78 @@ class TailLog(Log):
         self.tag_node = tag_node
         self.term = ""
         self.level = 0
+        self.access = False  # routine access lines shown
+        self.wrapping = False
+        self.times = False
         self.following = True
         self.pending = 0
         self._last_seq = -1
         self._source: object = None
+        self._entries: Sequence[LogEntry] = ()  # the buffer last fed (an immutable snapshot's)
+        self._wrapped_at = 0  # the width the rows were wrapped to
 
     def _line(self, entry: LogEntry) -> str:
-        return f"{entry.node}/r{entry.rank} {entry.text}" if self.tag_node else entry.text
+        text = f"{entry.node}/r{entry.rank} {entry.text}" if self.tag_node else entry.text
+        return f"{clock(entry.ts)} {text}" if self.times else text
+
+    def _rows(self, entries: Sequence[LogEntry]) -> list[str]:
+        """What the entries that pass the filter show, as rows."""
+        lines = [self._line(e) for e in entries if keep(e, self.term, self.level, self.access)]
+        if not self.wrapping:
+            return lines
+        self._wrapped_at = width = self._wrap_width()
+        return [row for line in lines for row in wrap(line, width)]
+
+    def _wrap_width(self) -> int:
+        """The text's width, as if the vertical scrollbar were shown (it comes with the rows)."""
+        width = self.size.width
+        if not self.show_vertical_scrollbar:
+            width -= self.styles.scrollbar_size_vertical
+        return max(width, 8)
 
     def feed(self, source: object, entries: Sequence[LogEntry], colours: Palette) -> None:
         """Show `entries` (a bounded buffer); writes only the ones not shown yet."""
         self.highlighter.colours = colours
+        self._entries = entries
         if source != self._source:
             self._source, self._last_seq = source, -1
-            self.clear()
+            self._clear()
         if not entries or entries[-1].seq <= self._last_seq:
             return
         # entries are in seq order: the first unseen one is found by bisection
         fresh = entries[bisect_right(entries, self._last_seq, key=attrgetter("seq")) :]
         self._last_seq = entries[-1].seq
-        lines = [self._line(e) for e in fresh[-self.max_lines :] if keep(e, self.term, self.level)]
+        lines = self._rows(fresh[-self.max_lines :])
         if not lines:
             return
         if not self.following:
             self.pending += len(lines)
         self.write_lines(lines, scroll_end=self.following)
 
-    def refilter(self, entries: Sequence[LogEntry]) -> None:
-        """Re-render the whole buffer after the filter or level changed."""
-        self.clear()
+    def refilter(self) -> None:
+        """Re-render the whole buffer after the filter, level or a way of showing changed."""
+        self._clear()
         self.highlighter.term = self.term
+        entries = self._entries
         self._last_seq = entries[-1].seq if entries else -1
-        lines = [self._line(e) for e in entries if keep(e, self.term, self.level)]
-        self.write_lines(lines[-self.max_lines :], scroll_end=self.following)
+        self.write_lines(self._rows(entries)[-self.max_lines :], scroll_end=self.following)
+
+    def _clear(self) -> None:
+        """Empty the log. `Log.clear` keeps the scroll offset, and `write_lines` scrolls to the
+        end only from the end: a following tail starts again from the top, so the rows written
+        next are scrolled to."""
+        self.clear()
+        if self.following:
+            self.scroll_to(0, 0, animate=False, immediate=True)
+
+    def on_resize(self, _: Resize) -> None:
+        """A new width rewraps; a following tail keeps its end in view. `Log` scrolls to the end
+        only when a write finds it there, and a pane one row shorter (the panes around it grow
+        as lanes and ranks appear) leaves it one row above: it would stay there for good."""
+        if self.wrapping and self._wrap_width() != self._wrapped_at:
+            self.refilter()
+        if self.following:
+            self.scroll_end(animate=False, x_axis=False)
 
     def set_following(self, on: bool) -> None:
         self.following = on
@@ -101,10 +168,14 @@ class TailLog(Log):
             self.scroll_end(animate=False)
 
     def describe(self) -> str:
-        """The subtitle: follow/paused (+N new), filter and level."""
+        """The subtitle: follow/paused (+N new), filter, level and the ways of showing."""
         parts = ["following" if self.following else f"PAUSED +{self.pending} new"]
         if self.term:
             parts.append(f"filter '{self.term}'")
         if self.level:
             parts.append(f"level {LEVELS[self.level]}")
+        if self.wrapping:
+            parts.append("wrapped")
+        if self.times:
+            parts.append("times")
         return " · ".join(parts)

@@ -1,0 +1,85 @@
+"""Refusals that carry their fix as a key, and confirmations that say what the nodes report."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from textual.widgets import Button, Static
+from textual.widgets._footer import FooterKey
+
+from cockpit.errors import EXIT_REFUSED
+from cockpit.ops.events import Finished, Notice, OpEvent, Severity
+from cockpit.tui.app import CockpitApp
+from cockpit.tui.operations import Fix, LaneTarget, fix_for
+from cockpit.tui.screens.confirm import ConfirmScreen
+from tests.tui import scene
+from tests.tui.scripted_ops import ScriptedOperations
+from tests.tui.test_keys import select_lane
+
+QWEN = LaneTarget("qwen3-0.6b-2x", "dgx56-switch")  # stopped in the scene
+SERVING = f"{scene.LANE}@{scene.CLUSTER}"
+
+
+def image_refusal(target: LaneTarget) -> list[OpEvent]:
+    kw = {"op": "launch", "lane": target.lane, "cluster": target.cluster}
+    return [
+        Notice(severity=Severity.ERROR, message="image … is not present by digest on dgx6 — fix: "
+               "cockpit sync-image …", node="dgx6", check="image", **kw),
+        Finished.refused("launch", "preflight refused: image not present on dgx6",
+                         lane=target.lane, cluster=target.cluster),
+    ]  # fmt: skip
+
+
+def test_only_a_launch_refused_for_its_image_alone_has_an_operation_as_its_fix() -> None:
+    refused = Finished(op="launch", ok=False, summary="x", exit_code=EXIT_REFUSED,
+                       lane=QWEN.lane, cluster=QWEN.cluster)  # fmt: skip
+    assert fix_for(refused, {"image"}) == Fix("sync_launch", QWEN, "sync the image, then launch")
+    assert fix_for(refused, {"image", "memory"}) is None  # syncing would not mend the memory
+    assert fix_for(refused, set()) is None
+    failed = Finished(op="launch", ok=False, summary="x", lane=QWEN.lane, cluster=QWEN.cluster)
+    assert fix_for(failed, {"image"}) is None  # failed on the nodes, not refused
+
+
+async def test_a_launch_refused_for_its_image_offers_the_sync_and_launch_key(
+    make_app: Callable[..., CockpitApp],
+) -> None:
+    ops = ScriptedOperations(events={"launch": image_refusal})
+    app = make_app(operations=ops)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause(0.3)
+        assert "F" not in {k.key for k in app.screen.query(FooterKey)}  # nothing to mend yet
+        await select_lane(app, f"{QWEN.lane}@{QWEN.cluster}")
+        await pilot.press("l", "y")
+        await pilot.pause(0.4)
+        notices = [n.message for n in app._notifications]  # type: ignore[attr-defined]
+        assert "press F to sync the image, then launch" in notices[-1], notices
+        assert "F" in {k.key for k in app.screen.query(FooterKey)}
+        await pilot.press("F")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("y")
+        await pilot.pause(0.4)
+        assert ops.started == [("launch", QWEN.lane), ("sync_launch", QWEN.lane)]
+        assert "F" not in {k.key for k in app.screen.query(FooterKey)}  # a new run cleared it
+
+
+async def test_a_launch_of_a_serving_lane_is_confirmed_only_with_a_warning(
+    make_app: Callable[..., CockpitApp],
+) -> None:
+    app = make_app(operations=ScriptedOperations())
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause(0.3)
+        await select_lane(app, SERVING)
+        await pilot.press("l")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, ConfirmScreen)
+        warning = str(app.screen.query_one("#dialog-warning", Static).render())
+        assert "serving already" in warning and "s stops it" in warning
+        assert str(app.screen.query_one("#yes", Button).label) == "Run it anyway (y)"
+        await pilot.press("n")
+        await select_lane(app, f"{QWEN.lane}@{QWEN.cluster}")
+        await pilot.press("l")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, ConfirmScreen)
+        assert not app.screen.query("#dialog-warning")
+        assert str(app.screen.query_one("#yes", Button).label) == "Run it (y)"
