@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -111,3 +113,16 @@ class FakeEngine:
         finally:
             self.running -= 1
         return resp
+
+
+@asynccontextmanager
+async def served(app: web.Application) -> AsyncIterator[str]:
+    """`app` on a free loopback port for the block; yields its base URL."""
+    runner = web.AppRunner(app, shutdown_timeout=0.1)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        yield f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+    finally:
+        await runner.cleanup()

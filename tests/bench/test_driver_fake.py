@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from aiohttp import web
 
 from cockpit.bench.artifacts import load_report
 from cockpit.bench.events import (
@@ -24,7 +23,7 @@ from cockpit.bench.sweep import BuiltinDriver, DriverConfig
 from cockpit.errors import InputError
 from cockpit.sim.engine.text import TOKENIZER_DIR
 from cockpit.sim.engine.text import encode as _encode
-from tests.bench.fake_engine import MODEL, FakeEngine
+from tests.bench.fake_engine import MODEL, FakeEngine, served
 
 
 def tokens(content: str) -> int:
@@ -35,13 +34,8 @@ def tokens(content: str) -> int:
 @pytest.fixture
 async def fake() -> AsyncIterator[tuple[FakeEngine, str]]:
     engine = FakeEngine()
-    runner = web.AppRunner(engine.app(), shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield engine, f"http://127.0.0.1:{port}"
-    await runner.cleanup()
+    async with served(engine.app()) as url:
+        yield engine, url
 
 
 def _config(url: str, *points: PointSpec, **kw: object) -> DriverConfig:
@@ -172,20 +166,9 @@ async def test_a_plan_with_no_point_inside_the_lanes_context_is_refused(
     assert not [body for body in engine.requests if "messages" in body]
 
 
-async def _served(engine: FakeEngine) -> tuple[web.AppRunner, str]:
-    runner = web.AppRunner(engine.app(), shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    return runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
-
-
 async def _tg_of(engine: FakeEngine, spec: PointSpec) -> PointResult:
-    runner, url = await _served(engine)
-    try:
+    async with served(engine.app()) as url:
         return _result([e async for e in BuiltinDriver(_config(url, spec, runs=3)).events()])
-    finally:
-        await runner.cleanup()
 
 
 async def test_bursts_and_empty_text_token_id_chunks_give_the_same_tg() -> None:
@@ -256,16 +239,13 @@ async def test_endpoint_max_model_len_skips_points_and_no_field_sets_the_time_sc
     tmp_path: Path,
 ) -> None:
     engine = FakeEngine(max_model_len=2048, status_speed=20.0)
-    runner, url = await _served(engine)
     points = (PointSpec(0, 1, 64, 8), PointSpec(4096, 1, 64, 8))
-    req = BenchRequest(
-        lane="lane", cluster="", label="mml", endpoint=url, points=points,
-        tokenizer_dir=TOKENIZER_DIR, reports_dir=tmp_path, runs=1, warmup=False,
-    )  # fmt: skip
-    try:
+    async with served(engine.app()) as url:
+        req = BenchRequest(
+            lane="lane", cluster="", label="mml", endpoint=url, points=points,
+            tokenizer_dir=TOKENIZER_DIR, reports_dir=tmp_path, runs=1, warmup=False,
+        )  # fmt: skip
         events = [e async for e in bench(req)]
-    finally:
-        await runner.cleanup()
     notes = [e.message for e in events if isinstance(e, BenchWarning)]
     assert any("exceed the lane's max-model-len 2048" in n for n in notes), notes
     report = load_report(next(tmp_path.glob("*_mml.json")))

@@ -11,37 +11,32 @@ import pytest
 from aiohttp import web
 
 from cockpit.bench.load import LoadCount, LoadShape, steady_load
-from tests.bench.fake_engine import FakeEngine
+from tests.bench.fake_engine import FakeEngine, served
 
 
 @pytest.fixture
-async def served() -> AsyncIterator[tuple[FakeEngine, str]]:
-    engine = FakeEngine(tg_tps=2_000.0)
-    runner = web.AppRunner(engine.app(), shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield engine, f"http://127.0.0.1:{port}"
-    await runner.cleanup()
+async def engine() -> AsyncIterator[tuple[FakeEngine, str]]:
+    fake = FakeEngine(tg_tps=2_000.0)
+    async with served(fake.app()) as url:
+        yield fake, url
 
 
 async def test_the_load_keeps_its_streams_busy_and_never_more(
-    served: tuple[FakeEngine, str],
+    engine: tuple[FakeEngine, str],
 ) -> None:
-    engine, url = served
+    fake, url = engine
     shape = LoadShape(streams=2, max_tokens=16, pause_s=(0.0, 0.01))
     count, peak = LoadCount(), 0
     task = asyncio.create_task(steady_load(url, count, shape))
     for _ in range(100):
         await asyncio.sleep(0.01)
-        peak = max(peak, engine.running)
+        peak = max(peak, fake.running)
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
     assert count.ok >= 4 and count.failed == 0
     assert peak == 2  # both streams ran at once, and never a third request
-    first = engine.requests[0]
+    first = fake.requests[0]
     assert first["max_tokens"] == 16 and first["messages"][0]["content"].strip()
 
 
@@ -53,17 +48,12 @@ async def test_a_failing_engine_is_counted_and_paused_on() -> None:
 
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", refuse)
-    runner = web.AppRunner(app, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     count = LoadCount()
     shape = LoadShape(streams=1, pause_s=(0.0, 0.2))  # a failure waits 5 × 0.2 s
-    task = asyncio.create_task(steady_load(f"http://127.0.0.1:{port}", count, shape))
-    await asyncio.sleep(0.5)
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-    await runner.cleanup()
+    async with served(app) as url:
+        task = asyncio.create_task(steady_load(url, count, shape))
+        await asyncio.sleep(0.5)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
     assert count.failed == 1 and "503" in count.last_error

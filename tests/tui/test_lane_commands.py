@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from textual.command import CommandPalette
+from textual.pilot import Pilot
 
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.lane_commands import words_score
@@ -12,6 +13,21 @@ from cockpit.tui.screens.confirm import ConfirmScreen
 from tests.tui.scripted_ops import ScriptedOperations
 
 PRO = "Launch mimo26-pro-mopd-8x-sparkring@8nodes-switch"
+
+
+async def choose(pilot: Pilot, query: str, screen: type) -> None:
+    """Open the palette, type `query`, take the first hit; wait for `screen` to show."""
+    await pilot.press("ctrl+p")
+    await pilot.pause(0.2)
+    assert isinstance(pilot.app.screen, CommandPalette)
+    await pilot.press(*query)
+    await pilot.pause(0.5)
+    await pilot.press("enter")
+    for _ in range(40):
+        if isinstance(pilot.app.screen, screen):
+            break
+        await pilot.pause(0.05)
+    assert isinstance(pilot.app.screen, screen)
 
 
 def test_any_words_in_any_order_find_a_lane() -> None:
@@ -28,17 +44,7 @@ async def test_the_palette_runs_an_operation_on_the_lane_it_names(
     app = make_app(operations=ops)
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause(0.3)
-        await pilot.press("ctrl+p")
-        await pilot.pause(0.2)
-        assert isinstance(app.screen, CommandPalette)
-        await pilot.press(*"stop qwen dac")
-        await pilot.pause(0.5)
-        await pilot.press("enter")
-        for _ in range(40):
-            if isinstance(app.screen, ConfirmScreen):
-                break
-            await pilot.pause(0.05)
-        assert isinstance(app.screen, ConfirmScreen)
+        await choose(pilot, "stop qwen dac", ConfirmScreen)
         await pilot.press("y")
         await pilot.pause(0.5)
         assert ops.started == [("stop", "qwen3-0.6b-2x")]
@@ -63,13 +69,4 @@ async def test_a_bench_from_the_palette_opens_its_plan_editor(
     app = make_app(operations=ScriptedOperations())
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause(0.3)
-        await pilot.press("ctrl+p")
-        await pilot.pause(0.2)
-        await pilot.press(*"bench qwen dac")
-        await pilot.pause(0.5)
-        await pilot.press("enter")
-        for _ in range(40):
-            if isinstance(app.screen, BenchPlanScreen):
-                break
-            await pilot.pause(0.05)
-        assert isinstance(app.screen, BenchPlanScreen)
+        await choose(pilot, "bench qwen dac", BenchPlanScreen)
