@@ -90,8 +90,8 @@ def run_tui(
 @click.pass_context
 def tui(ctx: click.Context, readonly: bool, reports: Path) -> None:
     """The interactive cockpit: live fleet panes, lane keys, bench tail (`?` lists the keys)."""
-    inventory = load_inventory((ctx.obj or {}).get("inventory"))
-    obj = ctx.obj or {}
+    obj = ctx.obj or {}  # `cockpit demo` puts its fleet's inventory and its opening act here
+    inventory = load_inventory(obj.get("inventory"))
     run_tui(inventory, readonly=readonly, reports_dir=reports, demo=obj.get("demo"))
 
 
