@@ -1,23 +1,12 @@
-"""Fitting text and table columns to the width a pane has: long names lose their middle (both
-ends tell lanes apart), columns give up room in a stated order, and one column takes what is
-left over (a lane's state, whose failure reason is the longest thing worth reading)."""
+"""Fitting text and table columns to the width a pane has: a lane key keeps its cluster and the
+start of its recipe, columns give up room in a stated order, and one column takes what is left
+over (a lane's state, whose failure reason is the longest thing worth reading)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 ELLIPSIS = "…"
-
-
-def middle(text: str, width: int) -> str:
-    """`mimo26-flash-mopd-2x-sparkring` in 20 cells: `mimo26-flas…parkring`."""
-    if len(text) <= width:
-        return text
-    if width <= 1:
-        return ELLIPSIS[:width]
-    head = width // 2
-    tail = width - 1 - head
-    return text[:head] + ELLIPSIS + (text[-tail:] if tail else "")
 
 
 def end(text: str, width: int) -> str:
