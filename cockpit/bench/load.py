@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 @dataclass
 class LoadCount:
-    """What the load did so far (shown in its notices)."""
+    """What the load did so far (the TUI's notice when `g` stops it says it)."""
 
     ok: int = 0
     failed: int = 0

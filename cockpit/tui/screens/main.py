@@ -82,6 +82,7 @@ class MainScreen(Screen[None]):
         self._runs = itertools.count(1)
         self._fix: Fix | None = None  # what the `fix` key runs after a refusal it can mend
         self._bench_plans: dict[str, SweepPlan] = {}  # lane key → its last plan this session
+        self._load_count = LoadCount()  # what the demo's load did since `g` last started it
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -456,11 +457,12 @@ class MainScreen(Screen[None]):
         if demo is None:
             return
         key = lane_key(demo.lane.lane, demo.lane.cluster)
+        self._load_count = LoadCount()
         self.run_worker(
             load_while_serving(
                 lambda: self.snap.lane(key) if self.snap else None,
                 demo,
-                LoadCount(),
+                self._load_count,
                 lambda text: self.notify(text, timeout=4),
             ),
             group="load",
@@ -474,7 +476,12 @@ class MainScreen(Screen[None]):
         if running:
             for worker in running:
                 worker.cancel()
-            self.notify("demo load stopped (g starts it again)", timeout=4)
+            count = self._load_count
+            failed = f", {count.failed} failed: {count.last_error}" if count.failed else ""
+            self.notify(
+                f"demo load stopped after {count.ok} requests{failed} (g starts it again)",
+                timeout=4,
+            )
             return
         self.notify("demo load: starting once its lane serves", timeout=4)
         self._start_load()
