@@ -118,7 +118,7 @@ class LineStream:
         proc = self._proc
         if proc is None or self._closed or proc.returncode is not None:
             return
-        with contextlib.suppress(asyncssh.Error, OSError, BrokenPipeError):
+        with contextlib.suppress(asyncssh.Error, OSError):  # a channel closing meanwhile
             proc.stdin.write("\n")
 
     async def aclose(self) -> None:
