@@ -19,7 +19,6 @@ import pytest
 ALIVE_WITHIN_S = 10.0
 
 
-
 class Terminal:
     """One tmux server of its own (a private socket), running one command at a fixed size."""
 
