@@ -46,6 +46,15 @@ def test_exited_lane_containers_are_listed_with_their_exit_code() -> None:
     assert exit_code("Exited (1) 2 hours ago") == 1 and exit_code("Up 3 seconds") is None
 
 
+def test_a_container_created_but_never_started_is_told_apart_from_an_exited_one() -> None:
+    """A `docker run` killed between create and start leaves a container in state `created`:
+    it never ran, so it has no exit to report."""
+    text = ps_line("cockpit-qwen3-0.6b-2x-r0", "aaaaaaaaaaaa", 0, "created", "Created")
+    facts = NodeFacts().with_frame(Section("ps", text, 0), 1.0)
+    [(_, rank)] = lane_containers(facts)
+    assert not rank.running and not rank.started and rank.exit_code is None
+
+
 def test_a_loss_is_down_only_once_a_reconnect_failed() -> None:
     facts = NodeFacts(heard_at=1.0, gpus={0: GpuSample(index=0)}, probe_error="link lost")
     dropped = NodeState(Link.UNREACHABLE, "connection lost", 1.0, failures=0)

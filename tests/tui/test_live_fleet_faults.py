@@ -98,8 +98,12 @@ async def test_a_launch_killed_mid_boot_is_orphaned_in_the_tui_and_s_stops_it(
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ),
             )  # fmt: skip
             try:
+                # running, not just listed: a `docker run` killed between create and start
+                # would leave a container that never started
                 snap = await until(pilot, "both ranks up, looked after by their launch",
-                                   lambda s: len([n for n in s.nodes if n.ranks]) == 2, 60)  # fmt: skip
+                                   lambda s: len([n for n in s.nodes
+                                                  if n.ranks and n.ranks[0].running]) == 2,
+                                   60)  # fmt: skip
                 assert launching.poll() is None and not lane(snap).orphaned
                 assert all(not r.orphaned for n in snap.nodes for r in n.ranks)
             finally:

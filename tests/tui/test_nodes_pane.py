@@ -11,7 +11,7 @@ from textual.widgets import DataTable
 
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.screens.main import MainScreen
-from cockpit.tui.state.inputs import NodeSampled
+from cockpit.tui.state.inputs import NodeSampled, RankOnNode
 from cockpit.tui.state.views import NodeHealth, NodeView
 from cockpit.tui.widgets import nodes
 from cockpit.tui.widgets.nodes import NodesPane, node_row
@@ -60,3 +60,18 @@ async def test_a_repaint_rebuilds_only_the_rows_whose_facts_changed(
         want = {n.name: [t.plain for t in node_row(n, colours)] for n in snap.nodes}
         assert table_cells(pane) == want
         assert "99°C" in table_cells(pane)["dgx1"]
+
+
+def test_a_rank_cell_says_running_orphaned_exited_or_never_started() -> None:
+    colours = Palette("green", "yellow", "red", "cyan", "grey50")
+    lane = "qwen3-0.6b-2x"
+
+    def cell(rank: RankOnNode) -> str:
+        node = NodeView("dgx1", NodeHealth.LIVE, 0.0, None, None, None, (rank,), ())
+        return node_row(node, colours)[2].plain
+
+    assert cell(RankOnNode(lane, "c", 0)) == f"{lane}/r0"
+    assert cell(RankOnNode(lane, "c", 0, orphaned="no lock")) == f"{lane}/r0 ORPHANED"
+    assert cell(RankOnNode(lane, "c", 1, running=False, exit_code=137)) == f"{lane}/r1 exited (137)"
+    never = RankOnNode(lane, "c", 1, running=False, started=False)
+    assert cell(never) == f"{lane}/r1 never started"

@@ -224,6 +224,10 @@ def test_containers_decide_stopped_failed_booting_serving() -> None:
     worker = RankOnNode(QWEN, DAC, 1, running=False, exit_code=1)
     store.apply(replace(store._nodes["dgx2"].last, ranks=(worker,)))  # type: ignore[arg-type]
     assert state(store, QWEN_KEY) == "failed: rank 1 on dgx2 exited (code 1)"
+    # or its `docker run` was cut short between create and start
+    never = RankOnNode(QWEN, DAC, 1, running=False, started=False)
+    store.apply(replace(store._nodes["dgx2"].last, ranks=(never,)))  # type: ignore[arg-type]
+    assert state(store, QWEN_KEY) == "failed: rank 1 on dgx2 never started"
     # every container removed (by a stop, by hand): stopped, whatever happened before
     for name in ("dgx1", "dgx2"):
         store.apply(replace(store._nodes[name].last, ranks=()))  # type: ignore[arg-type]

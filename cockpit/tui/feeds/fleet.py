@@ -87,7 +87,10 @@ def lane_containers(
         if label is not None and label.rank is not None and label.cluster:
             running = row.state in (None, "running")
             code = None if running else exit_code(row.status)
-            rank = RankOnNode(label.lane, label.cluster, label.rank, running, code, row.id[:12])
+            rank = RankOnNode(
+                label.lane, label.cluster, label.rank, running, code, row.id[:12],
+                started=row.state != "created",
+            )  # fmt: skip
             if running and gone is not None:
                 why = (
                     orphan_reason(label.lane, owned, gone)

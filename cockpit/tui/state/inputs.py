@@ -24,6 +24,7 @@ class RankOnNode:
     exit_code: int | None = None  # an exited container's, when the node said it
     container: str = ""  # its id (a relaunch under the same name is another container)
     orphaned: str | None = None  # why no cockpit looks after it (`cockpit.ops.ownership`)
+    started: bool = True  # False: created and never started (its `docker run` was cut short)
 
 
 @dataclass(frozen=True)

@@ -54,8 +54,9 @@ def _exited(ranks: tuple[tuple[str, RankOnNode], ...]) -> str:
     )
     node, rank = gone[0]
     code = f" (code {rank.exit_code})" if rank.exit_code is not None else ""
+    ended = f"exited{code}" if rank.started else "never started"
     more = f" and {len(gone) - 1} more" if len(gone) > 1 else ""
-    return f"rank {rank.rank} on {node} exited{code}{more}"
+    return f"rank {rank.rank} on {node} {ended}{more}"
 
 
 def observed(base: LaneView, seen: Observed) -> LaneView:

@@ -59,6 +59,8 @@ def _rank(rank: RankOnNode) -> str:
     name = shown(f"{rank.lane.split('-sparkring')[0]}/r{rank.rank}")
     if rank.running:
         return f"{name} ORPHANED" if rank.orphaned else name
+    if not rank.started:
+        return f"{name} never started"
     return f"{name} exited" + (f" ({rank.exit_code})" if rank.exit_code is not None else "")
 
 
