@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -37,7 +38,13 @@ def add_pinned_recipe(fleet: SimFleet) -> None:
 @pytest.fixture(scope="module")
 def shared_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimFleet]:
     """One fleet for the module (starting one costs seconds); each test restores what it broke."""
-    made = SimFleet(tmp_path_factory.mktemp("ops-fleet"), 8, speed=SPEED, boot_speed=SPEED)
+    made = SimFleet(
+        tmp_path_factory.mktemp("ops-fleet"),
+        8,
+        speed=SPEED,
+        boot_speed=SPEED,
+        owner_pid=os.getpid(),
+    )
     try:
         made.start()
         add_pinned_recipe(made)

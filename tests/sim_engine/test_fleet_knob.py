@@ -5,6 +5,7 @@ from its next request on, and back to one chunk per token once the fault is clea
 from __future__ import annotations
 
 import json
+import os
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -25,7 +26,7 @@ QWEN = "qwen3-0.6b-2x"
 @pytest.fixture
 async def lane(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple]:
     monkeypatch.setenv("COCKPIT_STATE_DIR", str(tmp_path / "state"))
-    fleet = SimFleet(tmp_path / "fleet", 2, speed=20.0, boot_speed=400.0)
+    fleet = SimFleet(tmp_path / "fleet", 2, speed=20.0, boot_speed=400.0, owner_pid=os.getpid())
     fleet.start()
     inventory = load_inventory(fleet.inventory_dir)
     pool = pool_for(inventory)
