@@ -619,9 +619,13 @@ class MainScreen(Screen[None]):
         self.query_one(PaneBar).mark(index)
 
     def action_maximise(self) -> None:
-        if self.maximized is not None:
+        if isinstance(self.maximized, Pane):
+            self.maximized.restoring(self.snap, self.ctx)
             self.minimize()
         elif self.focused is not None:
+            pane = next((w for w in self.focused.ancestors_with_self if isinstance(w, Pane)), None)
+            if pane is not None:
+                pane.maximising()
             self.maximize(self.focused)
         self.repaint_soon()
 
