@@ -136,3 +136,29 @@ async def test_restoring_the_lanes_pane_fits_its_columns_first_so_it_costs_one_l
         await pilot.pause(0.3)
         assert [c.width for c in table.ordered_columns] == normal
         assert layouts <= 2  # the restore, and at most one for what the other panes show
+
+
+async def test_the_host_columns_show_whole_when_the_nodes_pane_has_room(
+    make_app: Callable[..., CockpitApp],
+) -> None:
+    """At 160×48 they would not fit beside the GPU's: hidden, not cut; maximised, they show."""
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause(0.2)
+        table = app.screen.query_one("#nodes-table", DataTable)
+        assert len(table.ordered_columns) == len(COLUMNS) - 3
+        widths = [c.get_render_width(table) for c in table.ordered_columns]
+        assert sum(widths) <= table.scrollable_content_region.width
+        table.focus()
+        await pilot.press("m")
+        for _ in range(40):  # the pane refits after the maximised layout
+            await pilot.pause(0.05)
+            if len(table.ordered_columns) == len(COLUMNS):
+                break
+        assert [c.label.plain for c in table.ordered_columns][-3:] == ["cpu", "net ↓ ↑", "swap"]
+        await pilot.press("m")
+        assert len(table.ordered_columns) == len(COLUMNS) - 3  # refitted before the restore
+    async with make_app().run_test(size=(200, 60)) as pilot:
+        await pilot.pause(0.2)
+        table = pilot.app.screen.query_one("#nodes-table", DataTable)
+        assert len(table.ordered_columns) == len(COLUMNS)

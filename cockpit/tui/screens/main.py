@@ -116,6 +116,7 @@ class MainScreen(Screen[None]):
             self.remove_class("-starting")
             self._shown_version = -1
             self.flush()  # before the next layout, as on mount: the tails start at their end
+            self.repaint_soon()  # and after it: content fitted to a width refits to the real one
             resume_collector()  # start-up is over (cockpit.startup)
             demo = self.cockpit.demo
             if demo is not None:  # the demo's opening act: its lane launched, then the load

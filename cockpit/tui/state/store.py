@@ -563,6 +563,7 @@ class Store:
             util_history=tuple(node.util),
             retry_in_s=lost.retry_in_s if lost else None,
             ranks_known=last.ranks_known if last else False,
+            host=last.host if last else None,
         )
 
     def _lane_slots(self) -> list[tuple[str, str, tuple[str, ...], str | None]]:

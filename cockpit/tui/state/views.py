@@ -10,6 +10,7 @@ from cockpit.errors import EXIT_REFUSED
 from cockpit.ops.ownership import stop_fix
 from cockpit.telemetry.boot import BootState
 from cockpit.telemetry.gpu import GpuSample, MemoryView
+from cockpit.telemetry.host import HostLoad
 from cockpit.telemetry.metrics import Quantiles
 from cockpit.telemetry.nccl_log import RankTransport
 from cockpit.telemetry.slo import DEFAULT_SLO, Goodput, Slo
@@ -54,6 +55,7 @@ class NodeView:
     util_history: tuple[float, ...]
     retry_in_s: float | None = None
     ranks_known: bool = True  # its container list came (a first GPU sample comes before it)
+    host: HostLoad | None = None
 
 
 @dataclass(frozen=True)
