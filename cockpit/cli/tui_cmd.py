@@ -35,10 +35,11 @@ def run_tui(
 ) -> None:
     """Open the TUI on `inventory`'s fleet until the operator quits (the nodes are probed while
     Textual loads: `cockpit.tui.launch`)."""
+    from cockpit.paths import tui_settings_file
     from cockpit.tui.launch import fleet_app
-    from cockpit.tui.settings import default_settings_path, load_settings
+    from cockpit.tui.settings import load_settings
 
-    settings = load_settings(default_settings_path())
+    settings = load_settings(tui_settings_file())
 
     async def main() -> int:
         async with (

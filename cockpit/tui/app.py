@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from textual.app import App, SystemCommand
 from textual.screen import Screen
 
+from cockpit.backoff import Backoff
 from cockpit.config import Inventory
 from cockpit.errors import CockpitError
 from cockpit.tui.feeds import Feed, FollowsContainers, RefreshesNodes
@@ -34,8 +35,7 @@ if TYPE_CHECKING:
 TEXTUAL_DUPLICATES = frozenset({"Theme", "Maximize", "Minimize", "Keys"})
 """Textual's own palette entries the cockpit's keys already offer (`t` cycles the cockpit's
 themes and remembers the choice, `m` maximises the pane, `?` lists the keys)."""
-FEED_RETRY_S = 1.0
-FEED_RETRY_CAP_S = 30.0
+FEED_BACKOFF = Backoff()  # between restarts of a feed that keeps failing
 _SAVING = threading.Lock()  # serialises the theme saves of the settings worker threads
 
 
@@ -98,14 +98,16 @@ class CockpitApp(App[None]):
 
     async def _pump(self, feed: Feed) -> None:
         """Run a feed for the app's lifetime; a feed that fails is shown and restarted (backoff)."""
-        pause = FEED_RETRY_S
+        failures = 0
         while True:
             try:
                 async for batch in feed.batches():
                     self.post_message(Facts(batch))
-                    pause = FEED_RETRY_S
+                    failures = 0
                 return
             except Exception as exc:  # a bug or an I/O error in a feed must not end the app
+                failures += 1
+                pause = FEED_BACKOFF.delay(failures)
                 why = f"{type(exc).__name__}: {exc}"
                 self.notify(
                     f"{feed.name} feed failed ({why}); retrying in {pause:g}s",
@@ -113,7 +115,6 @@ class CockpitApp(App[None]):
                     timeout=8,
                 )
             await asyncio.sleep(pause)
-            pause = min(pause * 2, FEED_RETRY_CAP_S)
 
     def on_facts(self, message: Facts) -> None:
         self.store.apply_all(message.inputs)

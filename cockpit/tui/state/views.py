@@ -13,6 +13,7 @@ from cockpit.telemetry.gpu import GpuSample, MemoryView
 from cockpit.telemetry.host import HostLoad
 from cockpit.telemetry.metrics import Quantiles
 from cockpit.telemetry.nccl_log import RankTransport
+from cockpit.telemetry.severity import Severity
 from cockpit.telemetry.slo import DEFAULT_SLO, Goodput, Slo
 from cockpit.tui.state.inputs import RankOnNode
 
@@ -158,7 +159,7 @@ class LogEntry(NamedTuple):
     node: str
     rank: int
     text: str  # as the container wrote it (redacted, control characters escaped)
-    level: str | None = None
+    level: Severity | None = None  # `cockpit.telemetry.severity`: what paints and filters it
     ts: str = ""  # docker's RFC 3339 time of the line, "" when the stream had none
     access: bool = False  # a routine access line (`routine_access`): folded by default
 
