@@ -9,26 +9,18 @@ from contextlib import contextmanager
 
 import click
 
-from cockpit.errors import InputError
 from cockpit.history.recorder import Recorder
-from cockpit.history.settings import retention_days
 from cockpit.redact import shown
 
 
 @contextmanager
 def cli_recorder() -> Iterator[Recorder]:
-    problems = []
-    try:
-        days = retention_days()
-    except InputError as exc:
-        days = None  # nothing is pruned on a setting that cannot be read
-        problems.append(f"{exc} (nothing pruned)")
-    recorder = Recorder.open(retention_days=days)
+    recorder = Recorder.open()
     try:
         yield recorder
     finally:
         recorder.close()
-        if recorder.problem:
-            problems.append(f"history not recorded: {recorder.problem}")
-        for problem in problems:
-            click.echo(f"warning: {shown(problem)}", err=True)
+        if recorder.setting_problem:
+            click.echo(f"warning: {shown(recorder.setting_problem)}", err=True)
+        if recorder.writer and recorder.writer.problem:
+            click.echo(f"warning: history not recorded: {shown(recorder.writer.problem)}", err=True)

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from cockpit.errors import EXIT_REFUSED, CockpitError
+from cockpit.errors import EXIT_REFUSED, CockpitError, InputError
 from cockpit.history.downsample import Bucket, Downsampler, Reading
 from cockpit.history.records import (
     CANCELLED,
@@ -36,6 +36,7 @@ from cockpit.history.records import (
     PhaseSpan,
     Row,
 )
+from cockpit.history.settings import retention_days
 from cockpit.history.writer import Writer
 from cockpit.ops.events import Finished, OpEvent, StepFinished, StepStarted
 
@@ -178,21 +179,30 @@ class Recorder:
         node_span_s: float = NODE_SPAN_S,
     ) -> None:
         self.writer = writer
+        self.setting_problem: str | None = None
         self.who = who()
         self.runs: dict[object, OpRecording] = {}
         self.lanes = Downsampler(lane_span_s)
         self.nodes = Downsampler(node_span_s)
 
     @classmethod
-    def open(cls, path: Path | None = None, retention_days: float | None = None) -> Recorder:
-        """A recorder writing to the store at `path` (default: the user state dir's)."""
+    def open(cls, path: Path | None = None) -> Recorder:
+        """A recorder writing to the store at `path` (default: the user state dir's), pruned as
+        the user's `[history]` setting says; a broken setting prunes nothing and is a problem."""
         from cockpit.history.store import default_path
 
-        return cls(Writer(path or default_path(), retention_days))
+        try:
+            days, problem = retention_days(), None
+        except InputError as exc:
+            days, problem = None, f"{exc} (nothing pruned)"
+        recorder = cls(Writer(path or default_path(), days))
+        recorder.setting_problem = problem
+        return recorder
 
     @property
     def problem(self) -> str | None:
-        return self.writer.problem if self.writer else None
+        """Why the history is not what it should be (None: all is well)."""
+        return self.setting_problem or (self.writer.problem if self.writer else None)
 
     def put(self, row: Row) -> None:
         if self.writer is not None:
