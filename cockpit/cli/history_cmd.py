@@ -1,4 +1,4 @@
-"""`cockpit history ops|boots|lane|node`: what the local history store kept (`cockpit.history`).
+"""`cockpit history ops|boots|lane|node|benches`: what the local history store kept.
 
 Read-only, fast (no inventory, no SSH): one query on the SQLite file, printed as a table, JSON
 or CSV. Times are local in the table, ISO 8601 UTC in JSON and CSV.
@@ -34,7 +34,7 @@ FORMATS = ["table", "json", "csv"]
 
 Column = tuple[str, Callable[[Any], object]]
 """A column's name and how a row gives its value (a Unix time is named `at` or `*_at`)."""
-WRAPPED = {"summary", "phases", "nodes"}
+WRAPPED = {"summary", "phases", "nodes", "path", "partial"}
 
 
 def _since_option(default: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
@@ -99,14 +99,12 @@ def _open() -> HistoryStore:
 
 
 def _outcome(row: OpRow) -> str:
-    """Its outcome; one without an end is running while its process lives, else unfinished
-    (the cockpit that ran it died before the end was written)."""
+    """Its outcome; without one, `running` while its process lives here, else `unfinished`
+    (its cockpit died before writing the end, or it runs on another host)."""
     if row.outcome is not None:
         return row.outcome
-    user_host = row.who.rpartition("@")[2]
-    if user_host == socket.gethostname() and not pid_exists(row.pid):
-        return "unfinished"
-    return "running"
+    host = row.who.rpartition("@")[2]
+    return "running" if host == socket.gethostname() and pid_exists(row.pid) else "unfinished"
 
 
 OP_COLUMNS: list[Column] = [
@@ -250,6 +248,41 @@ def node_cmd(node: str, since: str, fmt: str) -> None:
     try:
         _known(store, "node", node)
         _print(store.node_samples(node, start), NODE_COLUMNS, fmt)
+    finally:
+        store.close()
+
+
+BENCH_COLUMNS: list[Column] = [
+    ("created_at", lambda r: r.created),
+    ("lane", lambda r: r.lane),
+    ("cluster", lambda r: r.cluster),
+    ("label", lambda r: r.label),
+    ("mode", lambda r: r.mode),
+    ("driver", lambda r: r.driver),
+    ("points", lambda r: r.points),
+    ("flagged", lambda r: r.flagged),
+    ("depth", lambda r: r.depth),
+    ("tg_c1", lambda r: r.tg_c1),
+    ("pp_c1", lambda r: r.pp_c1),
+    ("tg_c2", lambda r: r.tg_c2),
+    ("deep", lambda r: r.deep),
+    ("tg_c1_deep", lambda r: r.tg_c1_deep),
+    ("partial", lambda r: r.partial),
+    ("path", lambda r: r.path),
+]
+
+
+@history.command("benches")
+@click.option("--lane", "-l", default=None, help="Only this lane's reports.")
+@_since_option("30d")
+@_format_option
+def benches_cmd(lane: str | None, since: str, fmt: str) -> None:
+    """Every bench report written: where, and its headline tok/s (shallowest depth at c1 and
+    c2, deepest at c1)."""
+    start = parse_since(since, time.time())
+    store = _open()
+    try:
+        _print(store.benches(start, lane), BENCH_COLUMNS, fmt)
     finally:
         store.close()
 

@@ -34,6 +34,7 @@ from cockpit.history.records import (
     NodeSample,
     OpRow,
     PhaseSpan,
+    ReportWritten,
     Row,
 )
 from cockpit.history.settings import retention_days
@@ -120,6 +121,9 @@ class OpRecording:
                 self._nodes[node.strip()] = None
         match event:
             case Finished() if event.op == self.row.op:
+                report = getattr(event, "report_json", "")  # a bench's `SweepFinished`
+                if report:
+                    self._put(ReportWritten(report))
                 self._end(event.ts, outcome_of(event), event.exit_code, event.summary)
             case StepStarted() | StepFinished():
                 self._boot_step(event)

@@ -83,4 +83,34 @@ class NodeSample:
     mem_total_mib: float | None = None
 
 
-Row = OpRow | BootRow | LaneSample | NodeSample
+@dataclass(frozen=True)
+class BenchRow:
+    """A bench report, indexed: where it is and its headline figures (tok/s; None: not
+    measured)."""
+
+    path: str
+    lane: str
+    cluster: str
+    created: float
+    label: str
+    mode: str
+    driver: str
+    partial: str
+    points: int
+    flagged: int
+    depth: int | None = None
+    tg_c1: float | None = None
+    pp_c1: float | None = None
+    tg_c2: float | None = None
+    deep: int | None = None
+    tg_c1_deep: float | None = None
+
+
+@dataclass(frozen=True)
+class ReportWritten:
+    """A bench wrote its report: the writer reads and indexes it (off the caller's loop)."""
+
+    path: str
+
+
+Row = OpRow | BootRow | LaneSample | NodeSample | BenchRow | ReportWritten

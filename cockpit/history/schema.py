@@ -80,7 +80,29 @@ CREATE TABLE node_samples (
 CREATE INDEX node_samples_at ON node_samples (at);
 """
 
-MIGRATIONS: tuple[str, ...] = (V1,)
+V2 = """
+CREATE TABLE benches (
+    path TEXT PRIMARY KEY,          -- the report's JSON file, absolute
+    lane TEXT NOT NULL,
+    cluster TEXT NOT NULL,
+    created REAL NOT NULL,          -- the report's own creation stamp, Unix seconds
+    label TEXT NOT NULL,
+    mode TEXT NOT NULL,             -- warm prefix, cold, mixed
+    driver TEXT NOT NULL,
+    partial TEXT NOT NULL DEFAULT '', -- why the sweep stopped early; '' for a whole one
+    points INTEGER NOT NULL,        -- measured points
+    flagged INTEGER NOT NULL,       -- points with an honesty flag
+    depth INTEGER,                  -- the shallowest measured depth: the headline's
+    tg_c1 REAL,
+    pp_c1 REAL,
+    tg_c2 REAL,
+    deep INTEGER,                   -- the deepest measured depth
+    tg_c1_deep REAL
+);
+CREATE INDEX benches_created ON benches (created);
+"""
+
+MIGRATIONS: tuple[str, ...] = (V1, V2)
 VERSION = len(MIGRATIONS)
 
 

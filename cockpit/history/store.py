@@ -16,7 +16,15 @@ from dataclasses import astuple, fields
 from pathlib import Path
 
 from cockpit.errors import CockpitError
-from cockpit.history.records import BootRow, LaneSample, NodeSample, OpRow, PhaseSpan, Row
+from cockpit.history.records import (
+    BenchRow,
+    BootRow,
+    LaneSample,
+    NodeSample,
+    OpRow,
+    PhaseSpan,
+    Row,
+)
 from cockpit.history.schema import migrate
 from cockpit.ops.history import state_dir
 
@@ -52,6 +60,7 @@ def _upsert(table: str, kind: type, key: Sequence[str], ignore: bool = False) ->
 OP_SQL = _upsert("ops", OpRow, ["id"])
 LANE_SQL = _upsert("lane_samples", LaneSample, ["lane", "cluster", "at"], ignore=True)
 NODE_SQL = _upsert("node_samples", NodeSample, ["node", "at"], ignore=True)
+BENCH_SQL = _upsert("benches", BenchRow, ["path"])
 BOOT_SQL = (
     "INSERT INTO boots (op_id, lane, cluster, head, started, ended, seconds, outcome) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
@@ -62,6 +71,7 @@ PRUNED = {  # table → the column its age is read from
     "boots": "started",
     "lane_samples": "at",
     "node_samples": "at",
+    "benches": "created",
 }
 
 
@@ -112,6 +122,8 @@ class HistoryStore:
                         conn.execute(LANE_SQL, astuple(row))
                     case NodeSample():
                         conn.execute(NODE_SQL, astuple(row))
+                    case BenchRow():
+                        conn.execute(BENCH_SQL, astuple(row))
                     case BootRow():
                         self._boot(row)
             conn.execute("COMMIT")
@@ -180,6 +192,16 @@ class HistoryStore:
             "WHERE node = ? AND at >= ? ORDER BY at"
         )
         return [NodeSample(*row) for row in self.conn.execute(sql, (node, since))]
+
+    def benches(self, since: float, lane: str | None = None) -> list[BenchRow]:
+        sql = (
+            f"SELECT {', '.join(_columns(BenchRow))} FROM benches WHERE created >= ?"
+            + (" AND lane = ?" if lane else "")
+            + " ORDER BY created, path"
+        )
+        return [
+            BenchRow(*row) for row in self.conn.execute(sql, (since, lane) if lane else (since,))
+        ]
 
     def names(self, kind: str) -> list[str]:
         """Every lane (`lane`), cluster or node (`node`) the store has figures of."""

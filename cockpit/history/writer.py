@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import queue
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from cockpit.errors import CockpitError
-from cockpit.history.records import Row
+from cockpit.history.records import ReportWritten, Row
 from cockpit.history.store import HistoryStore
 
 QUEUE_MAX = 10_000
@@ -89,32 +88,49 @@ class Writer:
                 except queue.Empty:
                     continue
                 batch = [first]
-                while first is not _CLOSE and len(batch) < BATCH_MAX:
+                while batch[-1] is not _CLOSE and len(batch) < BATCH_MAX:
                     try:
                         batch.append(self.queue.get_nowait())
                     except queue.Empty:
                         break
-                rows = [row for row in batch if row is not _CLOSE]
+                rows: list[object] = []
                 try:
+                    found = [self._indexed(row) for row in batch if row is not _CLOSE]
+                    rows = [row for row in found if row is not None]
                     if rows:
                         store.write(rows)  # type: ignore[arg-type]
                         self.written += len(rows)
-                except sqlite3.Error as exc:  # e.g. the disk is full: these rows are lost
+                except (
+                    Exception
+                ) as exc:  # e.g. the disk is full: these rows are lost, not later ones
                     self.problem = f"history store {self.path}: {exc}"
                     self.dropped += len(rows)
                 finally:
                     for _ in batch:
                         self.queue.task_done()
-                if len(rows) < len(batch):
+                if batch[-1] is _CLOSE:
                     return
         finally:
             store.close()
+
+    def _indexed(self, row: object) -> object:
+        """A written report becomes its index row (read here: a report is tens of kB of JSON)."""
+        if not isinstance(row, ReportWritten):
+            return row
+        from cockpit.bench.artifacts import load_report
+        from cockpit.history.benches import bench_row
+
+        try:
+            return bench_row(load_report(Path(row.path)), Path(row.path))
+        except (CockpitError, OSError, ValueError) as exc:
+            self.problem = f"bench report {row.path} not indexed: {exc}"
+            return None
 
     def _prune(self, store: HistoryStore) -> None:
         assert self.retention_days is not None
         try:
             store.prune(self.clock() - self.retention_days * DAY_S)
-        except sqlite3.Error as exc:
+        except Exception as exc:  # the next prune tries again
             self.problem = f"history store {self.path}: pruning: {exc}"
 
     def _drain(self) -> None:
