@@ -118,7 +118,7 @@ def migrate(conn: sqlite3.Connection) -> int:
         found = conn.execute("PRAGMA user_version").fetchone()[0]
         if found > VERSION:
             raise NewerStore(
-                f"history store schema version {found} is newer than this cockpit's ({VERSION}): "
+                f"schema version {found} is newer than this cockpit's ({VERSION}): "
                 "upgrade the cockpit, or move the file aside"
             )
         for script in MIGRATIONS[found:]:

@@ -25,7 +25,7 @@ from cockpit.history.records import (
     PhaseSpan,
     Row,
 )
-from cockpit.history.schema import migrate
+from cockpit.history.schema import NewerStore, migrate
 from cockpit.ops.history import state_dir
 
 DB_FILE = "history.db"
@@ -97,7 +97,7 @@ class HistoryStore:
             conn.execute("PRAGMA synchronous = NORMAL")  # with WAL: a crash loses no commit
             conn.execute("PRAGMA foreign_keys = ON")
             migrate(conn)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, NewerStore) as exc:
             conn.close()
             raise StoreError(f"history store {path}: {exc}") from None
         except BaseException:
