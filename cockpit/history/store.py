@@ -203,6 +203,33 @@ class HistoryStore:
             BenchRow(*row) for row in self.conn.execute(sql, (since, lane) if lane else (since,))
         ]
 
+    def lane_series(
+        self, lane: str, cluster: str, start: float, end: float, slots: int
+    ) -> dict[str, list[tuple[int, float | None]]]:
+        """The lane's KV use and tok/s averaged per slot of [start, end) (aggregated here: a
+        day of 10 s rows is 8,640 of them)."""
+        rows = self.conn.execute(
+            "SELECT CAST((at - ?) * ? / ? AS INTEGER) AS slot, AVG(kv_usage), AVG(gen_tps), "
+            "AVG(prompt_tps) FROM lane_samples WHERE lane = ? AND cluster = ? AND at >= ? "
+            "AND at < ? GROUP BY slot",
+            (start, slots, end - start, lane, cluster, start, end),
+        ).fetchall()
+        names = ("kv_usage", "gen_tps", "prompt_tps")
+        return {name: [(row[0], row[i]) for row in rows] for i, name in enumerate(names, 1)}
+
+    def node_series(
+        self, start: float, end: float, slots: int
+    ) -> dict[str, list[tuple[int, float | None]]]:
+        """Every node's GPU utilisation averaged per slot of [start, end)."""
+        found: dict[str, list[tuple[int, float | None]]] = {}
+        for node, slot, util in self.conn.execute(
+            "SELECT node, CAST((at - ?) * ? / ? AS INTEGER) AS slot, AVG(gpu_util) "
+            "FROM node_samples WHERE at >= ? AND at < ? GROUP BY node, slot",
+            (start, slots, end - start, start, end),
+        ):
+            found.setdefault(node, []).append((slot, util))
+        return found
+
     def names(self, kind: str) -> list[str]:
         """Every lane (`lane`), cluster or node (`node`) the store has figures of."""
         table = {"lane": "lane_samples", "cluster": "lane_samples", "node": "node_samples"}[kind]

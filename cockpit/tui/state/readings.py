@@ -1,10 +1,17 @@
-"""A snapshot's figures as the history records them: each engine's at its last scrape, each live
-node's at its last probe. Pure; the TUI and the exporter hand these to the history's recorder."""
+"""Between the snapshots and the history store. Pure.
+
+Out: a snapshot's figures as the history records them (each engine's at its last scrape, each
+live node's at its last probe), which the TUI and the exporter hand to the recorder. In: the
+figures the store kept over a span, put in place of the session's sparkline series.
+"""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from cockpit.history.downsample import Reading
-from cockpit.tui.state.views import FleetSnapshot, NodeHealth
+from cockpit.history.past import PastFigures
+from cockpit.tui.state.views import FleetSnapshot, NodeHealth, lane_key
 
 
 def lane_readings(snap: FleetSnapshot) -> list[Reading]:
@@ -42,3 +49,20 @@ def node_readings(snap: FleetSnapshot) -> list[Reading]:
         }
         found.append(Reading((node.name,), round(snap.at - node.age_s, 3), values))
     return found
+
+
+def with_past(snap: FleetSnapshot, past: PastFigures) -> FleetSnapshot:
+    """`snap` whose KV, generation and prompt series (of the lane `past` was read for) and
+    nodes' utilisation series are the store's over `past.span_s`; every current figure stays."""
+    engines = snap.engines
+    key = lane_key(*past.lane) if past.lane else None
+    if key is not None and key in engines:
+        engine = replace(
+            engines[key], kv_history=past.kv, gen_history=past.gen, prompt_history=past.prompt
+        )
+        engines = {**engines, key: engine}
+    nodes = tuple(
+        replace(node, util_history=past.nodes[node.name]) if node.name in past.nodes else node
+        for node in snap.nodes
+    )
+    return replace(snap, engines=engines, nodes=nodes)
