@@ -11,6 +11,7 @@ are keyed by their bucket, so two cockpits watching one fleet store each bucket 
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import astuple, fields
 from pathlib import Path
@@ -75,12 +76,27 @@ PRUNED = {  # table → the column its age is read from
 }
 
 
+def _wal(conn: sqlite3.Connection) -> None:
+    """WAL mode, which stays with the file once set. Setting it takes the file for itself and
+    SQLite answers "database is locked" at once, busy timeout or not, while another connection
+    has it open (two cockpits creating the store together): so it is retried for as long."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
 class HistoryStore:
     """One connection to the file; not shared between threads (the writer opens its own)."""
 
-    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+    def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
-        self.path = path
 
     @classmethod
     def open(cls, path: Path | None = None) -> HistoryStore:
@@ -93,7 +109,7 @@ class HistoryStore:
             raise StoreError(f"history store {path}: {exc}") from None
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            _wal(conn)
             conn.execute("PRAGMA synchronous = NORMAL")  # with WAL: a crash loses no commit
             conn.execute("PRAGMA foreign_keys = ON")
             migrate(conn)
@@ -103,7 +119,7 @@ class HistoryStore:
         except BaseException:
             conn.close()
             raise
-        return cls(conn, path)
+        return cls(conn)
 
     def close(self) -> None:
         self.conn.close()

@@ -1,7 +1,7 @@
 """The one thread that writes the store, behind a bounded queue: callers never wait on the disk.
 
 `put` never blocks: when the queue is full (the disk stalled for minutes) or the store cannot be
-opened, the row is dropped and counted, and `problem` says why once. Rows are written in
+opened, the row is dropped and counted, and `problem` says why. Rows are written in
 batches, one transaction each; retention pruning runs in the same thread at start and hourly.
 """
 
@@ -57,13 +57,6 @@ class Writer:
         self.dropped += 1
         return False
 
-    def flush(self, timeout_s: float = 10.0) -> bool:
-        """Wait until every queued row is written (tests, and a CLI about to exit)."""
-        deadline = time.monotonic() + timeout_s
-        while self.queue.unfinished_tasks and time.monotonic() < deadline:
-            time.sleep(0.005)
-        return not self.queue.unfinished_tasks
-
     def close(self, timeout_s: float = 10.0) -> None:
         """Write what is queued and end the thread (waits at most `timeout_s`)."""
         with contextlib.suppress(queue.Full):
@@ -100,14 +93,9 @@ class Writer:
                     if rows:
                         store.write(rows)  # type: ignore[arg-type]
                         self.written += len(rows)
-                except (
-                    Exception
-                ) as exc:  # e.g. the disk is full: these rows are lost, not later ones
+                except Exception as exc:  # the disk is full, …: these rows are lost, not the next
                     self.problem = f"history store {self.path}: {exc}"
                     self.dropped += len(rows)
-                finally:
-                    for _ in batch:
-                        self.queue.task_done()
                 if batch[-1] is _CLOSE:
                     return
         finally:
@@ -137,7 +125,6 @@ class Writer:
         """The store is unusable: take (and drop) rows until closed, so nobody waits on them."""
         while True:
             item = self.queue.get()
-            self.queue.task_done()
             if item is _CLOSE:
                 return
             self.dropped += 1
