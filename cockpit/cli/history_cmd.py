@@ -6,6 +6,7 @@ or CSV. Times are local in the table, ISO 8601 UTC in JSON and CSV.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import difflib
 import json
@@ -94,10 +95,6 @@ def _print(
         console.print(table)
 
 
-def _open() -> HistoryStore:
-    return HistoryStore.open()
-
-
 def _outcome(row: OpRow) -> str:
     """Its outcome; without one, `running` while its process lives here, else `unfinished`
     (its cockpit died before writing the end, or it runs on another host)."""
@@ -126,11 +123,8 @@ OP_COLUMNS: list[Column] = [
 def ops_cmd(since: str, fmt: str) -> None:
     """Every operation (launch, stop, sync, switch, bench, ...): who, where, when, outcome."""
     start = parse_since(since, time.time())
-    store = _open()
-    try:
+    with contextlib.closing(HistoryStore.open()) as store:
         _print(store.ops(start), OP_COLUMNS, fmt)
-    finally:
-        store.close()
 
 
 def _phases(row: BootRow) -> str:
@@ -160,11 +154,8 @@ BOOT_COLUMNS: list[Column] = [
 def boots_cmd(lane: str | None, since: str, fmt: str) -> None:
     """Every boot: seconds to ready and the time each phase took on the head."""
     start = parse_since(since, time.time())
-    store = _open()
-    try:
+    with contextlib.closing(HistoryStore.open()) as store:
         _print(store.boots(start, lane), BOOT_COLUMNS, fmt, _boot_phases)
-    finally:
-        store.close()
 
 
 def _boot_phases(row: BootRow) -> dict[str, object]:
@@ -215,14 +206,11 @@ def lane_cmd(lane: str, cluster: str | None, since: str, fmt: str) -> None:
     if cluster is None and "@" in lane:
         lane, _, cluster = lane.rpartition("@")
     start = parse_since(since, time.time())
-    store = _open()
-    try:
+    with contextlib.closing(HistoryStore.open()) as store:
         _known(store, "lane", lane)
         if cluster is not None:
             _known(store, "cluster", cluster)
         _print(store.lane_samples(lane, start, cluster), LANE_COLUMNS, fmt)
-    finally:
-        store.close()
 
 
 NODE_COLUMNS: list[Column] = [
@@ -244,12 +232,9 @@ NODE_COLUMNS: list[Column] = [
 def node_cmd(node: str, since: str, fmt: str) -> None:
     """A node's GPU and memory figures, one row per 30 s."""
     start = parse_since(since, time.time())
-    store = _open()
-    try:
+    with contextlib.closing(HistoryStore.open()) as store:
         _known(store, "node", node)
         _print(store.node_samples(node, start), NODE_COLUMNS, fmt)
-    finally:
-        store.close()
 
 
 BENCH_COLUMNS: list[Column] = [
@@ -280,11 +265,8 @@ def benches_cmd(lane: str | None, since: str, fmt: str) -> None:
     """Every bench report written: where, and its headline tok/s (shallowest depth at c1 and
     c2, deepest at c1)."""
     start = parse_since(since, time.time())
-    store = _open()
-    try:
+    with contextlib.closing(HistoryStore.open()) as store:
         _print(store.benches(start, lane), BENCH_COLUMNS, fmt)
-    finally:
-        store.close()
 
 
 COMMANDS = [history]
