@@ -22,5 +22,5 @@ def cli_recorder() -> Iterator[Recorder]:
         recorder.close()
         if recorder.setting_problem:
             click.echo(f"warning: {shown(recorder.setting_problem)}", err=True)
-        if recorder.writer and recorder.writer.problem:
+        if recorder.writer.problem:
             click.echo(f"warning: history not recorded: {shown(recorder.writer.problem)}", err=True)

@@ -86,7 +86,7 @@ class _Boot:
         for node in list(self.current):
             self.leave(node, None, ended)
         ready = self.ready_at is not None and outcome == OK
-        seconds = self.ready_at - self.started if ready and self.ready_at else None
+        seconds = self.ready_at - self.started if ready and self.ready_at is not None else None
         return BootRow(
             op_id, self.lane, self.cluster, self.head, self.started, ended, seconds, outcome,
             tuple(self.spans),
@@ -176,18 +176,13 @@ class Recorder:
     """What one cockpit records: its runs (by the key its consumer gives each) and the fleet's
     figures, downsampled. Cheap enough to call on the UI loop: it only queues rows."""
 
-    def __init__(
-        self,
-        writer: Writer | None,
-        lane_span_s: float = LANE_SPAN_S,
-        node_span_s: float = NODE_SPAN_S,
-    ) -> None:
+    def __init__(self, writer: Writer) -> None:
         self.writer = writer
         self.setting_problem: str | None = None
         self.who = who()
         self.runs: dict[object, OpRecording] = {}
-        self.lanes = Downsampler(lane_span_s)
-        self.nodes = Downsampler(node_span_s)
+        self.lanes = Downsampler(LANE_SPAN_S)
+        self.nodes = Downsampler(NODE_SPAN_S)
 
     @classmethod
     def open(cls, path: Path | None = None) -> Recorder:
@@ -206,11 +201,10 @@ class Recorder:
     @property
     def problem(self) -> str | None:
         """Why the history is not what it should be (None: all is well)."""
-        return self.setting_problem or (self.writer.problem if self.writer else None)
+        return self.setting_problem or self.writer.problem
 
     def put(self, row: Row) -> None:
-        if self.writer is not None:
-            self.writer.put(row)
+        self.writer.put(row)
 
     def run(self, key: object) -> OpRecording:
         """The recording of run `key` (a new one on its first use)."""
@@ -251,8 +245,7 @@ class Recorder:
             self.put(lane_sample(bucket))
         for bucket in self.nodes.flush():
             self.put(node_sample(bucket))
-        if self.writer is not None:
-            self.writer.close(timeout_s)
+        self.writer.close(timeout_s)
 
 
 def lane_sample(bucket: Bucket) -> LaneSample:

@@ -642,7 +642,7 @@ class MainScreen(Screen[None]):
         """The KV, Engine and Nodes sparklines over the last hour, day, week (from the history
         store, read in a thread every PAST_REFRESH_S), then this session's again."""
         recorder = self.cockpit.recorder
-        if recorder is None or recorder.writer is None:
+        if recorder is None:
             self.notify("history: no history store in this session", timeout=3)
             return
         self.workers.cancel_group(self, "past")
