@@ -84,7 +84,15 @@ def test_config_and_plan_import_no_io(layer: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "layer", ["cockpit.ops", "cockpit.bench", "cockpit.telemetry", "cockpit.status", "cockpit.ssh"]
+    "layer",
+    [
+        "cockpit.ops",
+        "cockpit.bench",
+        "cockpit.telemetry",
+        "cockpit.status",
+        "cockpit.ssh",
+        "cockpit.history",
+    ],
 )
 def test_the_layers_below_the_tui_import_no_tui(layer: str) -> None:
     assert offenders((layer,), ("cockpit.tui", "textual")) == {}

@@ -39,6 +39,7 @@ COMMAND_MODULES = {
     "tui": "tui_cmd",
     "logs": "logs_cmd",
     "exporter": "exporter_cmd",
+    "history": "history_cmd",
 }
 OPENS_TUI = {"tui", "demo"}
 """Commands that resume the garbage collector themselves, once their first frame is painted."""

@@ -319,7 +319,14 @@ def demo(
         )
         with fleet:
             opening = None if idle else Demo(demo_lane(fleet.inventory_dir, lane))
-            ctx.obj = {**(ctx.obj or {}), "inventory": fleet.inventory_dir, "demo": opening}
+            # the simulation's history stays with it: the operator's own store is left alone
+            history = Path(tmp) / "history.db"
+            ctx.obj = {
+                **(ctx.obj or {}),
+                "inventory": fleet.inventory_dir,
+                "demo": opening,
+                "history": history,
+            }
             # the simulator's own launcher tells the bench how fast the engines' clock runs
             os.environ["COCKPIT_TIME_SCALE"] = repr(speed)
             ctx.invoke(tui)
