@@ -42,8 +42,8 @@ from cockpit.ops.history import BootHistory  # noqa: E402
 from cockpit.ops.launch import launch  # noqa: E402
 from cockpit.ops.readiness import base_url  # noqa: E402
 from cockpit.plan import plan_lane  # noqa: E402
-from cockpit.sim.fleet import SimFleet  # noqa: E402
 from cockpit.ssh.inventory import pool_for  # noqa: E402
+from cockpit_sim.fleet import SimFleet  # noqa: E402
 
 RECIPE = "qwen3-0.6b-2x"
 CLUSTER = "2nodes-dac"

@@ -128,7 +128,7 @@ def main() -> None:
     parser.add_argument("--write-results", action="store_true")
     args = parser.parse_args()
 
-    from cockpit.sim.fleet import SimFleet
+    from cockpit_sim.fleet import SimFleet
 
     compileall.compile_dir(ROOT / "cockpit", quiet=1)
     load_before = load_average()

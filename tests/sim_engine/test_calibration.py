@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.sim.engine.args import parse
-from cockpit.sim.engine.boot import BootPlan, boot_seconds
-from cockpit.sim.engine.calibration import LaneCalibration, for_lane
-from cockpit.sim.engine.scheduler import SchedulerConfig, StepResult
-from cockpit.sim.engine.stats import LOG_INTERVAL_S, StatsLog
-from cockpit.sim.engine.virtual_bench import (
+from cockpit_sim.engine.args import parse
+from cockpit_sim.engine.boot import BootPlan, boot_seconds
+from cockpit_sim.engine.calibration import LaneCalibration, for_lane
+from cockpit_sim.engine.scheduler import SchedulerConfig, StepResult
+from cockpit_sim.engine.stats import LOG_INTERVAL_S, StatsLog
+from cockpit_sim.engine.virtual_bench import (
     BenchPoint,
     VirtualEngine,
     measure_latency,

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.sim.engine import text
-from cockpit.sim.engine.calibration import for_lane
-from cockpit.sim.engine.scheduler import SchedulerConfig
-from cockpit.sim.engine.virtual_bench import VirtualEngine, measure_latency, run_point
+from cockpit_sim.engine import text
+from cockpit_sim.engine.calibration import for_lane
+from cockpit_sim.engine.scheduler import SchedulerConfig
+from cockpit_sim.engine.virtual_bench import VirtualEngine, measure_latency, run_point
 from tests.sim_engine.engine_proc import SMALL, EngineProc, free_address, start
 
 pytest.importorskip("llama_benchy")

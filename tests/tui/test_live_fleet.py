@@ -19,7 +19,6 @@ from textual.widgets import Input
 from cockpit.assets import SIM_TOKENIZER_DIR
 from cockpit.config import load_inventory
 from cockpit.ops.context import OpContext
-from cockpit.sim.fleet import SimFleet
 from cockpit.ssh.inventory import pool_for
 from cockpit.status.probe import Pace
 from cockpit.tui.app import CockpitApp
@@ -33,6 +32,7 @@ from cockpit.tui.state.views import LogSource
 from cockpit.tui.widgets.lanes import LanesPane
 from cockpit.tui.widgets.logs import LogPane
 from cockpit.tui.widgets.tail import TailLog
+from cockpit_sim.fleet import SimFleet
 
 QWEN = "qwen3-0.6b-2x"
 OTHER = "qwen3-0.6b-2x-b"

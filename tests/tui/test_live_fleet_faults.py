@@ -22,7 +22,6 @@ from cockpit.config import Inventory, load_inventory
 from cockpit.ops.context import OpContext
 from cockpit.ops.events import Finished
 from cockpit.ops.launch import launch
-from cockpit.sim.fleet import SimFleet
 from cockpit.ssh import SshPool
 from cockpit.ssh.inventory import pool_for
 from cockpit.status.probe import Pace
@@ -33,6 +32,7 @@ from cockpit.tui.settings import TuiSettings
 from cockpit.tui.state import FleetSnapshot, LanePhase, NodeHealth, Store
 from cockpit.tui.widgets.nodes import node_row
 from cockpit.tui.widgets.palette import Palette
+from cockpit_sim.fleet import SimFleet
 from tests.cli_runner import run_cockpit
 from tests.fleet_fixtures import connect
 from tests.tui.test_live_fleet import press_on_lane, until

@@ -16,7 +16,6 @@ from textual.widgets import DataTable
 
 from cockpit.assets import SIM_TOKENIZER_DIR
 from cockpit.config import load_inventory
-from cockpit.sim.fleet import SimFleet
 from cockpit.ssh.inventory import pool_for
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.feeds.fleet import FleetFeed
@@ -26,6 +25,7 @@ from cockpit.tui.screens import main as main_screen
 from cockpit.tui.screens.main import REVEAL_AFTER_S
 from cockpit.tui.settings import TuiSettings
 from cockpit.tui.state import NodeSampled
+from cockpit_sim.fleet import SimFleet
 from tests.tui import scene
 
 
