@@ -16,7 +16,7 @@ from cockpit_sim.fleet.lane_images import (
     rewrite_recipe,
 )
 from cockpit_sim.tools import gpu_hook, runc_clamp
-from cockpit_sim.tools.launchers import PROJECT_ROOT
+from cockpit_sim.tools.launchers import IMPORT_ROOTS
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 
@@ -141,7 +141,7 @@ def test_rewritten_recipe_pins_the_built_image_and_keeps_the_rest() -> None:
 def test_gpu_parts_cover_the_interpreter_and_the_sources_without_usr() -> None:
     parts = gpu_parts()
     assert "/usr" not in parts
-    assert any(str(PROJECT_ROOT).startswith(p) for p in parts)
+    assert all(any(root.startswith(p) for p in parts) for root in IMPORT_ROOTS)
     interpreter = Path(sys.executable).resolve()
     assert any(interpreter.is_relative_to(p) for p in parts), (interpreter, parts)
     assert len(parts) == len(set(parts))

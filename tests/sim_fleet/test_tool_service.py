@@ -20,7 +20,7 @@ from cockpit_sim.fleet import SimFleet
 from cockpit_sim.fleet.toolservice import compiled_frontend, write_frontend
 from cockpit_sim.tools.callproto import SERVICE_GONE, SOCKET_NAME
 from cockpit_sim.tools.frontend import send_request
-from cockpit_sim.tools.launchers import PROJECT_ROOT
+from cockpit_sim.tools.launchers import pythonpath
 from tests.fleet_fixtures import connect
 
 TARGET = "tests.sim_fleet.tool_target"
@@ -60,7 +60,7 @@ class Service:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+        env = {**os.environ, "PYTHONPATH": pythonpath()}
         self.proc = subprocess.Popen(
             [
                 sys.executable,

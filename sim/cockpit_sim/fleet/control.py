@@ -34,7 +34,7 @@ from cockpit_sim.fleet.layout import (
     node_host,
     node_names,
 )
-from cockpit_sim.tools.launchers import PROJECT_ROOT
+from cockpit_sim.tools.launchers import pythonpath
 from cockpit_sim.tools.nodestate import NodeState, Record, pid_alive, write_json_atomic
 
 PROJECT_RECIPES = asset_dir("recipes")
@@ -192,9 +192,7 @@ class SimFleet:
             (self.layout.root / stale).unlink(missing_ok=True)
         self.config.save(self.layout.config)
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH")) if p
-        )
+        env["PYTHONPATH"] = pythonpath(env.get("PYTHONPATH"))
         with open(self.layout.log_file, "ab") as log:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "cockpit_sim.fleet.daemon", str(self.root)],

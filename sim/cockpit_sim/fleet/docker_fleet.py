@@ -21,7 +21,7 @@ from typing import TypeVar
 from cockpit_sim.fleet.lane_images import ImageSpec, LaneImage, build
 from cockpit_sim.fleet.layout import FleetLayout
 from cockpit_sim.fleet.realdocker import Dockerd, RealDockerError, Registry, missing_parts
-from cockpit_sim.tools.launchers import PROJECT_ROOT, write_gpu_hook, write_runtime
+from cockpit_sim.tools.launchers import IMPORT_ROOTS, pythonpath, write_gpu_hook, write_runtime
 from cockpit_sim.tools.runc_clamp import needs_clamp
 
 T = TypeVar("T")
@@ -35,7 +35,7 @@ def gpu_parts() -> list[str]:
     simulator's interpreter, its packages and the cockpit sources (nested paths dropped)."""
     interpreter = os.path.realpath(sys.executable)
     candidates = ["/usr/lib", "/usr/lib64", sys.base_prefix, interpreter, sys.prefix]
-    candidates.append(str(PROJECT_ROOT))
+    candidates.extend(IMPORT_ROOTS)
     kept: list[str] = []
     for path in sorted({os.path.realpath(c) for c in candidates if os.path.exists(c)}, key=len):
         if path != "/" and not any(path == k or path.startswith(k + "/") for k in kept):
@@ -101,7 +101,7 @@ class DockerFleet:
                 **marker,
                 "COCKPIT_SIM_GPU_PARTS": parts,
                 "COCKPIT_SIM_PYTHON": sys.executable,
-                "PYTHONPATH": str(PROJECT_ROOT),
+                "PYTHONPATH": pythonpath(),
             }
         starts = [self.registry.start, *(d.start for d in self.daemons.values())]
         _parallel(lambda start: start(), starts)

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cockpit_sim.fleet.meminfo import meminfo_path
+from cockpit_sim.tools.launchers import IMPORT_ROOTS
 from cockpit_sim.tools.netinfo import render_ibdev2netdev
 
 MGMT_IFNAME = "enP7s7"
@@ -376,7 +377,7 @@ def _overlay_path(path: Path) -> str:
 
 LAUNCHER = """#!{python} -S
 import sys
-sys.path.insert(0, {root!r})
+sys.path[:0] = {roots!r}
 from cockpit_sim.tools.netinfo import main
 sys.exit(main())
 """
@@ -398,7 +399,7 @@ exec cat "$COCKPIT_SIM_NODE_DIR/identity/ibdev2netdev"
 """
 
 
-def write_identity_tools(bin_dir: Path, project_root: Path) -> None:
+def write_identity_tools(bin_dir: Path) -> None:
     """`uname`, `lscpu`, `ibdev2netdev` and `ip` for every node's PATH."""
     real_uname = shutil.which("uname", path=os.defpath) or "/usr/bin/uname"
     real_lscpu = shutil.which("lscpu", path=os.defpath) or "/usr/bin/lscpu"
@@ -406,7 +407,7 @@ def write_identity_tools(bin_dir: Path, project_root: Path) -> None:
         "uname": UNAME.format(real=shlex.quote(real_uname)),
         "lscpu": LSCPU.format(real=shlex.quote(real_lscpu), text=lscpu()),
         "ibdev2netdev": IBDEV2NETDEV,
-        "ip": LAUNCHER.format(python=sys.executable, root=str(project_root)),
+        "ip": LAUNCHER.format(python=sys.executable, roots=list(IMPORT_ROOTS)),
     }
     bin_dir.mkdir(parents=True, exist_ok=True)
     for name, text in scripts.items():

@@ -32,7 +32,7 @@ from cockpit_sim.fleet.lane_images import ImageSpec, LaneImage, rewrite_recipe
 from cockpit_sim.fleet.layout import FleetConfig, FleetLayout, node_host, node_names
 from cockpit_sim.fleet.realdocker import DOCKER
 from cockpit_sim.fleet.sshconfig import write_ssh_config
-from cockpit_sim.tools.launchers import PROJECT_ROOT, write_launchers
+from cockpit_sim.tools.launchers import write_launchers
 from cockpit_sim.tools.nodestate import GIB, NodeState, derive_hex, new_image
 
 SNAPSHOTS = Path(__file__).resolve().parents[1] / "snapshots"
@@ -161,7 +161,7 @@ def provision(
     shutil.rmtree(layout.nas_dir, ignore_errors=True)
     layout.ssh_dir.mkdir(parents=True)
     write_launchers(layout.bin_dir, docker_client=DOCKER if docker else None)
-    write_identity_tools(layout.bin_dir, PROJECT_ROOT)
+    write_identity_tools(layout.bin_dir)
     client = generate_key(layout.root / "client_key", "cockpit-sim-client")
     internal = generate_key(layout.ssh_dir / "internal_key", "cockpit-sim-internal")
     (layout.ssh_dir / "authorized_keys").write_text(

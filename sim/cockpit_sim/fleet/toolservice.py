@@ -27,7 +27,7 @@ import platformdirs
 
 from cockpit_sim.fleet.layout import FleetLayout
 from cockpit_sim.tools.callproto import SOCKET_NAME
-from cockpit_sim.tools.launchers import PROJECT_ROOT
+from cockpit_sim.tools.launchers import IMPORT_ROOTS, pythonpath
 from cockpit_sim.tools.service import SERVED
 
 FRONTEND_SOURCE = Path(__file__).resolve().parents[1] / "tools" / "frontend.c"
@@ -38,7 +38,7 @@ FrontendKind = Literal["c", "python"]
 
 PY_FRONTEND = """#!{python} -S
 import sys
-sys.path.insert(0, {root!r})
+sys.path[:0] = {roots!r}
 from cockpit_sim.tools.frontend import main
 main({tool!r}, {fleet!r})
 """
@@ -86,7 +86,10 @@ def write_frontend(path: Path, binary: Path | None, fleet_dir: Path) -> None:
     else:
         partial.write_text(
             PY_FRONTEND.format(
-                python=sys.executable, root=str(PROJECT_ROOT), tool=path.name, fleet=str(fleet_dir)
+                python=sys.executable,
+                roots=list(IMPORT_ROOTS),
+                tool=path.name,
+                fleet=str(fleet_dir),
             )
         )
     partial.chmod(0o755)
@@ -115,9 +118,7 @@ class ToolService:
     async def start(self) -> None:
         """Start the service; the first time, put the front-ends on the nodes' PATH."""
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH")) if p
-        )
+        env["PYTHONPATH"] = pythonpath(env.get("PYTHONPATH"))
         env["COCKPIT_SIM_FLEET_DIR"] = str(self.layout.root)  # found and ended by cleanup
         self._proc = await asyncio.create_subprocess_exec(
             sys.executable,

@@ -25,6 +25,7 @@ from typing import IO, Any
 
 from cockpit_sim.tools import dockerfmt, dockerinfo, dockerinspect
 from cockpit_sim.tools.envfile import EnvFileError, read_env_file
+from cockpit_sim.tools.launchers import pythonpath
 from cockpit_sim.tools.nodestate import (
     REGISTRY_DOWN,
     NodeState,
@@ -36,7 +37,6 @@ from cockpit_sim.tools.nodestate import (
 )
 from cockpit_sim.tools.supervisor import EXEC_PIDS, now_iso, supervise
 
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
 CHUNK = 1 << 20
 
 
@@ -399,7 +399,7 @@ def container_env(state: NodeState, record: Record, image: Record) -> dict[str, 
             [{"source": m["Source"], "destination": m["Destination"]} for m in record["Mounts"]]
         ),
         COCKPIT_SIM_IMAGE=image["Id"],
-        PYTHONPATH=os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH")) if p),
+        PYTHONPATH=pythonpath(env.get("PYTHONPATH")),
     )
     env["PATH"] = os.environ.get("PATH", "/usr/bin:/bin")
     return env

@@ -8,10 +8,18 @@ PATH), and its daemon gets the simulated GPU's hook (`cockpit_sim.tools.gpu_hook
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
+import cockpit
+
+_PRODUCT_ROOT = Path(cockpit.__file__).resolve().parents[1]
+_SIM_ROOT = Path(__file__).resolve().parents[2]
+IMPORT_ROOTS = tuple(dict.fromkeys((str(_PRODUCT_ROOT), str(_SIM_ROOT))))
+"""Where `cockpit` and `cockpit_sim` are imported from (a checkout: the repository and its `sim/`;
+an install: site-packages), first on the path of the simulator's processes: the node tools run
+`python -S`, without the site-packages that would find them."""
 TOOLS = {
     "docker": "cockpit_sim.tools.docker",
     "nvidia-smi": "cockpit_sim.tools.nvidia_smi",
@@ -23,7 +31,7 @@ RUNTIME = "cockpit-runc"
 
 TEMPLATE = """#!{python} -S
 import os, sys
-sys.path.insert(0, {root!r})
+sys.path[:0] = {roots!r}
 from {module} import main
 try:
     code = main()
@@ -41,8 +49,13 @@ sys.exit(code)
 
 
 def _write(path: Path, module: str) -> None:
-    path.write_text(TEMPLATE.format(python=sys.executable, root=str(PROJECT_ROOT), module=module))
+    path.write_text(TEMPLATE.format(python=sys.executable, roots=list(IMPORT_ROOTS), module=module))
     path.chmod(0o755)
+
+
+def pythonpath(rest: str | None = None) -> str:
+    """A PYTHONPATH of the import roots, then `rest` (an inherited PYTHONPATH)."""
+    return os.pathsep.join([*IMPORT_ROOTS, *([rest] if rest else [])])
 
 
 def write_launchers(bin_dir: Path, docker_client: str | None = None) -> None:
