@@ -25,13 +25,13 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from functools import cache
 from itertools import chain
+from pathlib import Path
 from typing import Any
 
 from tokenizers import Tokenizer
 
-from cockpit.assets import SIM_TOKENIZER_DIR
-
-TOKENIZER_DIR = SIM_TOKENIZER_DIR
+TOKENIZER_DIR = Path(__file__).resolve().parent / "tokenizer"
+"""The simulated engine's tokenizer (package data), copied into every simulated snapshot."""
 SYLLABLES = (
     "ka", "lo", "mi", "ren", "sa", "tor", "vel", "qui", "dan", "pe", "zu", "mor", "li", "fen",
     "ta", "bri", "no", "shi", "gar", "u", "es", "ol", "ny", "thi",
