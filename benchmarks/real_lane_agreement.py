@@ -37,9 +37,9 @@ from cockpit.bench.artifacts import load_report  # noqa: E402
 from cockpit.bench.models import PointResult, depth_label  # noqa: E402
 from cockpit.config import load_inventory  # noqa: E402
 from cockpit.plan.render import plan_lane  # noqa: E402
-from cockpit.sim.fleet.realvllm import CLUSTER, RECIPE  # noqa: E402
 from cockpit.ssh.inventory import pool_for  # noqa: E402
 from cockpit.telemetry.metrics import parse_metrics  # noqa: E402
+from cockpit_sim.fleet.realvllm import CLUSTER, RECIPE  # noqa: E402
 from tests import real_vllm  # noqa: E402  (the test bed's boot of the real lane)
 
 POINTS = ((0, 1), (0, 2), (1024, 1), (1024, 2))

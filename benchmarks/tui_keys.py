@@ -61,7 +61,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.procstat import process_cpu  # noqa: E402
 from benchmarks.results_md import write_section  # noqa: E402
 from benchmarks.tui_floor_app import TITLES as PANE_TITLES  # noqa: E402  (the cockpit's panes)
-from cockpit.sim.fleet import SimFleet  # noqa: E402
+from cockpit_sim.fleet import SimFleet  # noqa: E402
 
 COCKPIT = [sys.executable, "-m", "cockpit"]
 SIZE = (160, 48)

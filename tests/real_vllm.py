@@ -19,8 +19,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from cockpit.sim.fleet import SimFleet
-from cockpit.sim.fleet.realvllm import CLUSTER, INVENTORY, RECIPE, install_real_vllm
+from cockpit_sim.fleet import SimFleet
+from cockpit_sim.fleet.realvllm import CLUSTER, INVENTORY, RECIPE, install_real_vllm
 
 TOOLS = Path(__file__).resolve().parents[1] / "tools" / "real-vllm-cpu"
 BOOT_TIMEOUT_S = 900.0

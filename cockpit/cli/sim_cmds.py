@@ -11,11 +11,11 @@ from rich.console import Console
 from rich.table import Table
 
 from cockpit.cli.guided import GuidedGroup
-from cockpit.sim.fleet import SimFleet, default_dir
-from cockpit.sim.fleet.layout import MAX_NODES
-from cockpit.sim.fleet.realdocker import RealDockerError
-from cockpit.sim.tools.nodestate import NodeState
 from cockpit.tui.operations import LaneTarget
+from cockpit_sim.fleet import SimFleet, default_dir
+from cockpit_sim.fleet.layout import MAX_NODES
+from cockpit_sim.fleet.realdocker import RealDockerError
+from cockpit_sim.tools.nodestate import NodeState
 
 console = Console(highlight=False, soft_wrap=True)
 
