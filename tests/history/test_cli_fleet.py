@@ -12,7 +12,7 @@ from pathlib import Path
 from cockpit.bench import artifacts
 from cockpit.history.records import NodeSample
 from cockpit.history.writer import Writer
-from cockpit.sim.fleet import SimFleet
+from cockpit_sim.fleet import SimFleet
 from tests.cli_runner import run_cockpit
 
 QWEN, CLUSTER = "qwen3-0.6b-2x", "2nodes-dac"
