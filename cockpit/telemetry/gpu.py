@@ -199,15 +199,6 @@ class GpuCsvStream:
         return _sample(self._fields, cells)
 
 
-def parse_query_gpu(text: str, fields: Sequence[str] | None = None) -> list[GpuSample]:
-    """Parse `--query-gpu` CSV output (header or noheader, units or nounits).
-
-    `fields` is the query list the caller used; it is only needed for the noheader form.
-    """
-    stream = GpuCsvStream(fields)
-    return [s for s in (stream.feed(line) for line in text.splitlines()) if s is not None]
-
-
 def parse_compute_apps(text: str) -> list[ComputeApp]:
     """Parse `--query-compute-apps=pid,process_name,used_gpu_memory --format=csv[,noheader]...`."""
     apps: list[ComputeApp] = []

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -94,28 +94,9 @@ class Histogram:
         return Histogram(deltas, self.count - earlier.count, self.sum - earlier.sum)
 
 
-def merge_histograms(histograms: Iterable[Histogram | None]) -> Histogram | None:
-    """Merge by adding buckets (the right way to aggregate percentiles across replicas).
-
-    With differing bucket layouts each histogram contributes, at every bound of the union, its
-    cumulative count at its own largest bound not above it (a conservative merge).
-    """
-    present = [h for h in histograms if h is not None]
-    if not present:
-        return None
-    bounds = sorted({b for h in present for b, _ in h.buckets})
-    merged: list[tuple[float, float]] = []
-    for bound in bounds:
-        total = 0.0
-        for h in present:
-            total += max((c for b, c in h.buckets if b <= bound), default=0.0)
-        merged.append((bound, total))
-    return Histogram(tuple(merged), sum(h.count for h in present), sum(h.sum for h in present))
-
-
 @dataclass(frozen=True)
 class EngineMetrics:
-    """One scrape of one (or, merged, several) vLLM servers; counters are cumulative totals.
+    """One scrape of a vLLM server; counters are cumulative totals.
 
     `at` is the caller's clock (seconds) at scrape time, used only to compute rates.
     """
@@ -426,61 +407,4 @@ def window(prev: EngineMetrics, cur: EngineMetrics) -> EngineWindow:
         http_requests=delta("http_requests_total"),
         finish_reasons=reasons,
         **{attr: _quantiles(getattr(cur, attr), getattr(prev, attr)) for attr in _HISTOGRAMS},
-    )
-
-
-def _sum(values: Sequence[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return sum(present) if present else None
-
-
-def merge_metrics(snapshots: Sequence[EngineMetrics]) -> EngineMetrics | None:
-    """Aggregate several endpoints scraped at about the same time into one snapshot.
-
-    Counters and request gauges add up, histograms merge by buckets, KV usage is weighted by
-    pool size when known (else a plain mean). `at` is the latest scrape time.
-    """
-    if not snapshots:
-        return None
-
-    def add(attr: str) -> float | None:
-        return _sum([getattr(s, attr) for s in snapshots])
-
-    def add_maps(attr: str) -> dict:
-        out: dict = defaultdict(float)
-        for s in snapshots:
-            for k, v in getattr(s, attr).items():
-                out[k] += v
-        return dict(out)
-
-    usages = [(s.kv_cache_usage, s.pool_tokens) for s in snapshots if s.kv_cache_usage is not None]
-    if usages and all(w for _, w in usages):
-        usage = sum(u * w for u, w in usages) / sum(w for _, w in usages)  # type: ignore[operator]
-    else:
-        usage = sum(u for u, _ in usages) / len(usages) if usages else None
-    first = snapshots[0]
-    same_blocks = all(s.block_size == first.block_size for s in snapshots)
-    blocks = [s.num_gpu_blocks for s in snapshots]
-    memory = [s.kv_cache_memory_bytes for s in snapshots]
-    return replace(
-        first,
-        at=max(s.at for s in snapshots),
-        model_names=tuple(sorted({m for s in snapshots for m in s.model_names})),
-        requests_running=add("requests_running"),
-        requests_waiting=add("requests_waiting"),
-        kv_cache_usage=usage,
-        spec_accepted_per_position=add_maps("spec_accepted_per_position"),
-        request_success=add_maps("request_success"),
-        http_requests=add_maps("http_requests"),
-        block_size=first.block_size if same_blocks else None,
-        num_gpu_blocks=sum(blocks) if same_blocks and None not in blocks else None,  # type: ignore[arg-type]
-        kv_cache_memory_bytes=sum(memory) if None not in memory else None,  # type: ignore[arg-type]
-        engines=sum(s.engines for s in snapshots),
-        prefix_caching=(
-            first.prefix_caching
-            if all(s.prefix_caching == first.prefix_caching for s in snapshots)
-            else None
-        ),
-        **{attr: add(attr) for attr in _COUNTERS},
-        **{attr: merge_histograms(getattr(s, attr) for s in snapshots) for attr in _HISTOGRAMS},
     )

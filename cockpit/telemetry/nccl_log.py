@@ -14,7 +14,6 @@ which GID index when NCCL printed it) or did it fall back to sockets?
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -412,11 +411,3 @@ class TransportTracker:
                 key=lambda r: (r.rank is None, r.rank or 0, r.host or "", r.pid or 0),
             )
         )
-
-
-def summarize_transport(lines: Iterable[str]) -> tuple[RankTransport, ...]:
-    """One summary per NCCL process found in `lines`."""
-    tracker = TransportTracker()
-    for line in lines:
-        tracker.feed(line)
-    return tracker.summaries()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import codecs
 import json
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -180,10 +179,3 @@ class ChatStreamParser:
 
     def close(self) -> list[StreamChunk]:
         return [interpret(e) for e in self._sse.close()]
-
-
-def parse_stream(pieces: Iterable[bytes | str]) -> list[StreamChunk]:
-    """A whole recorded stream at once (tests, offline analysis)."""
-    parser = ChatStreamParser()
-    chunks = [c for piece in pieces for c in parser.feed(piece)]
-    return chunks + parser.close()

@@ -6,13 +6,13 @@ from pathlib import Path
 import pytest
 
 from cockpit.telemetry import boot as boot_state
-from cockpit.telemetry.nccl_log import summarize_transport
 from cockpit.telemetry.vllm_log import EngineStats, SpecDecodeStats, parse_event
 from cockpit_sim.engine import logs, nccl, text
 from cockpit_sim.engine.args import parse, vllm_flags
 from cockpit_sim.engine.boot import BootPlan, after_nccl
 from cockpit_sim.engine.calibration import for_lane
 from cockpit_sim.engine.runtime import build_rank, make_plan
+from tests.replay import summarize_transport
 
 HERE_ENV = {
     "NCCL_IB_HCA": "rocep1s0f0,roceP2p1s0f0",

@@ -4,6 +4,7 @@ import random
 from pathlib import Path
 
 from cockpit.telemetry import boot, docker_out, gpu, metrics, nccl_log, sse, vllm_log
+from tests import replay
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "telemetry"
 
@@ -54,7 +55,7 @@ def test_text_parsers_never_raise():
     lines = _mangled_lines(seed=13, count=3000)
     for _ in range(60):
         text = "\n".join(rng.sample(lines, 50))
-        gpu.parse_query_gpu(text)
+        replay.parse_query_gpu(text)
         gpu.parse_compute_apps(text)
         gpu.parse_meminfo(text)
         snap = metrics.parse_metrics(text)

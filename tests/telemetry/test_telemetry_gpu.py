@@ -11,8 +11,8 @@ from cockpit.telemetry.gpu import (
     node_memory_view,
     parse_compute_apps,
     parse_meminfo,
-    parse_query_gpu,
 )
+from tests.replay import parse_query_gpu
 
 GB10_BUSY = GpuSample(
     index=0,

@@ -4,8 +4,6 @@ import pytest
 
 from cockpit.telemetry.metrics import (
     Histogram,
-    merge_histograms,
-    merge_metrics,
     parse_metrics,
     window,
 )
@@ -166,30 +164,3 @@ def test_histogram_quantile_matches_prometheus_rules():
     assert h.quantile(0.25) == pytest.approx(0.5)
     tail = Histogram(((1.0, 1.0), (float("inf"), 10.0)), 10.0, 50.0)
     assert tail.quantile(0.99) == 1.0  # in the +Inf bucket: the highest finite bound
-
-
-def test_merge_histograms_adds_buckets():
-    a = Histogram(((1.0, 10.0), (float("inf"), 10.0)), 10.0, 5.0)
-    b = Histogram(((1.0, 0.0), (float("inf"), 10.0)), 10.0, 50.0)
-    merged = merge_histograms([a, b, None])
-    assert merged.buckets == ((1.0, 10.0), (float("inf"), 20.0))
-    assert merged.count == 20 and merged.sum == 55
-    # averaging per-replica p90s would give (0.9 + 1.0) / 2; the merged histogram knows better
-    assert merged.quantile(0.9) == 1.0
-    assert merge_histograms([None]) is None
-
-
-def test_merge_endpoints(fixture_text):
-    a0 = parse_metrics(fixture_text(REAL + "metrics_idle.txt"), at=0.0)
-    a1 = parse_metrics(fixture_text(REAL + "metrics_under_load.txt"), at=10.0)
-    b0 = parse_metrics(fixture_text("metrics_spec_dp2_t0.txt"), at=0.5)
-    b1 = parse_metrics(fixture_text("metrics_spec_dp2_t1.txt"), at=10.5)
-    m0, m1 = merge_metrics([a0, b0]), merge_metrics([a1, b1])
-    assert m1.engines == 3 and m1.at == 10.5
-    assert m1.model_names == ("XiaomiMiMo/MiMo-V2.6-Flash-MOPD", "tiny-llama")
-    assert m1.prompt_tokens == a1.prompt_tokens + b1.prompt_tokens
-    assert m1.ttft.count == a1.ttft.count + b1.ttft.count
-    assert m1.block_size is None  # 128 vs 16: no common pool unit
-    w = window(m0, m1)
-    assert w.generation_tps == pytest.approx((12839 + 710) / 10)
-    assert merge_metrics([]) is None

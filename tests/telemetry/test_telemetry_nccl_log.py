@@ -3,6 +3,7 @@
 import pytest
 
 from cockpit.telemetry import nccl_log as n
+from tests.replay import summarize_transport
 
 
 def test_parse_line_with_prefix_and_source():
@@ -152,7 +153,7 @@ def test_parse_event(line, event):
 
 
 def test_roce_summary_per_rank(fixture_text):
-    rank0, rank1 = n.summarize_transport(fixture_text("nccl_roce_tp2.log").splitlines())
+    rank0, rank1 = summarize_transport(fixture_text("nccl_roce_tp2.log").splitlines())
     assert (rank0.host, rank0.pid, rank0.rank, rank0.nranks) == ("spark-9f8f", 315, 0, 2)
     assert (rank1.host, rank1.rank) == ("spark-506c", 1)
     for rank in (rank0, rank1):
@@ -164,7 +165,7 @@ def test_roce_summary_per_rank(fixture_text):
 
 
 def test_socket_fallback_is_a_problem(fixture_text):
-    (rank,) = n.summarize_transport(fixture_text("nccl_socket_fallback.log").splitlines())
+    (rank,) = summarize_transport(fixture_text("nccl_socket_fallback.log").splitlines())
     assert (rank.host, rank.rank, rank.transport) == ("dgx2", 1, "Socket")
     assert rank.hcas == () and rank.ib_hca_setting == "rocep9s0f0"
     assert rank.problem is not None and "Socket" in rank.problem
@@ -183,4 +184,4 @@ def test_warnings_and_watchdog_timeout(fixture_text):
 
 
 def test_summary_of_nothing():
-    assert n.summarize_transport(["", "hello", "NCCL INFO something unknown"]) == ()
+    assert summarize_transport(["", "hello", "NCCL INFO something unknown"]) == ()

@@ -2,7 +2,8 @@
 
 import pytest
 
-from cockpit.telemetry.sse import ChatStreamParser, SseEvent, SseParser, Usage, parse_stream
+from cockpit.telemetry.sse import ChatStreamParser, SseEvent, SseParser, Usage
+from tests.replay import parse_stream
 
 REAL = "vllm-0.32-cpu/sse_chat_stream.txt"
 

@@ -17,7 +17,7 @@ from cockpit.bench.models import Flag, FlagKind, PointResult, PointSpec
 from cockpit.config import Inventory, load_inventory
 from cockpit.config.inventory import PROJECT_RECIPES
 from cockpit.events import Finished, Planned, Progress, StepStarted
-from cockpit.telemetry.gpu import node_memory_view, parse_meminfo, parse_query_gpu
+from cockpit.telemetry.gpu import node_memory_view, parse_meminfo
 from cockpit.telemetry.host import HostLoad
 from cockpit.telemetry.metrics import parse_metrics
 from cockpit.tui.state.inputs import (
@@ -29,6 +29,7 @@ from cockpit.tui.state.inputs import (
     RankOnNode,
     StoreInput,
 )
+from tests.replay import parse_query_gpu
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "telemetry"
 T0 = 1_790_000_000.0  # the scene's "now"
