@@ -1,15 +1,16 @@
 """Reports as the seed writes them (pure): markdown tables, comparisons and a terminal depth plot.
 
-Shape: a quality line, the perf table (every point, mean ± std), the depth table (tg by depth with
-c1/c2 columns, deltas against its baseline: the lane's previous report that measured the same
-thing, `likeness`), flags and warnings with their fixes,
-hung points with forensics, and the environment that could skew the numbers.
+Shape: a quality line, the depth curve's picture when there is one, the perf table (every point,
+mean ± std), the depth table (tg by depth with c1/c2 columns, deltas against its baseline: the
+lane's previous report that measured the same thing, `likeness`), flags and warnings with their
+fixes, hung points with forensics, and the environment that could skew the numbers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from cockpit.bench.likeness import differences, likeness, mode
 from cockpit.bench.method import Stat, relative_delta, spread_text
@@ -117,9 +118,10 @@ def _baseline_line(report: Report, unlike: list[str]) -> str:
     return f"baseline `{report.baseline}`"
 
 
-def render_markdown(report: Report, baseline: Report | None = None) -> str:
+def render_markdown(report: Report, baseline: Report | None = None, picture: str = "") -> str:
     """The report; deltas against `baseline` only when it measured the same thing (a report of
-    an older cockpit may name a cold or another driver's report as its baseline)."""
+    an older cockpit may name a cold or another driver's report as its baseline); `picture`: the
+    depth curve's image file beside it, shown first (before the tables)."""
     env = report.environment
     unlike = differences(likeness(baseline), likeness(report)) if baseline else []
     if unlike:
@@ -138,6 +140,7 @@ def render_markdown(report: Report, baseline: Report | None = None) -> str:
         "",
         f"Quality **{report.quality}**" if report.quality else "Quality: not measured",
         "",
+        *([f"![tg and pp vs depth]({quote(picture)})", ""] if picture else []),
         "## Perf",
         "",
         *_table(PERF_HEADER, perf_rows(report), right_from=2),

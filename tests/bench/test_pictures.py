@@ -1,0 +1,136 @@
+"""The pictures beside a report, looked at: the depth curve (spec, SVG, PNG) and the HTML page."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import replace
+from pathlib import Path
+
+from PIL import Image
+
+from cockpit.bench import artifacts, draw
+from cockpit.bench.figures import depth_figure
+from cockpit.bench.models import Flag, FlagKind, Report
+from tests.bench.test_reports import _report, _seed_report, _tg, _variant
+
+SVG = "{http://www.w3.org/2000/svg}"
+HOSTILE = "<script>alert(1)</script>"
+LANE = _seed_report().lane
+
+
+def _flagged(report: Report, depth: int) -> Report:
+    """The report with its points at `depth` flagged noisy (a message with markup in it)."""
+    flag = Flag(FlagKind.NOISY, "runs disagree <img src=x onerror=alert(1)>", "re-run it")
+    points = tuple(replace(p, flags=(flag,)) if p.spec.depth == depth else p for p in report.points)
+    return replace(report, points=points)
+
+
+def _scaled(report: Report, label: str, created: str, factor: float, **kw: object) -> Report:
+    tg = {k: v * factor for k, v in _tg(report).items()}
+    return _report(tg, label, created, **kw)
+
+
+def _groups(svg: Path) -> dict[str, ET.Element]:
+    root = ET.parse(svg).getroot()
+    return {g.get("id", ""): g for g in root.iter(f"{SVG}g")}
+
+
+def _style(group: ET.Element) -> str:
+    return next(group.iter(f"{SVG}path")).get("style", "")
+
+
+def _series(svg: Path, kind: str = "series-") -> list[str]:
+    return sorted(gid for gid in _groups(svg) if gid.startswith(kind))
+
+
+def test_the_depth_figure_has_a_line_per_concurrency_and_metric() -> None:
+    first = _seed_report()
+    spec = depth_figure(_flagged(first, 131072))
+    assert [p.ylabel for p in spec.panels] == ["tg t/s", "pp t/s"]
+    tg = spec.panels[0]
+    assert [s.gid for s in tg.series] == ["series-tg-c1", "series-tg-c2"]
+    assert [label for _, label in tg.xticks] == ["0", "4K", "8K", "16K", "64K", "128K", "256K"]
+    assert tg.series[0].ys[5] == 37.4 and tg.series[0].flagged == (5,)  # the seed's 128K dip
+    assert "baseline" not in spec.subtitle
+
+
+def test_the_baseline_is_dashed_only_when_it_measured_the_same_thing() -> None:
+    first = _seed_report("first", "2026-09-29_160255")
+    second = _scaled(first, "second", "2026-10-02_225515", 0.9, baseline="first.json")
+    spec = depth_figure(second, first)
+    gids = [(s.gid, s.dashed) for s in spec.panels[0].series]
+    assert gids == [
+        ("series-tg-c1", False),
+        ("baseline-tg-c1", True),
+        ("series-tg-c2", False),
+        ("baseline-tg-c2", True),
+    ]
+    assert "baseline 2026-09-29_160255 (dashed)" in spec.subtitle
+    cold = _variant(first, "cold", "2026-09-28_0", cold=True)
+    assert all(not s.dashed for p in depth_figure(second, cold).panels for s in p.series)
+
+
+def test_a_saved_report_has_its_picture_and_page_beside_it(tmp_path: Path) -> None:
+    first = _seed_report("first", "2026-09-29_160255")
+    first_json, _ = artifacts.save_report(tmp_path, first)
+    second = _flagged(
+        _scaled(first, "second", "2026-10-02_225515", 0.9, baseline=first_json.name), 131072
+    )
+    json_path, md_path = artifacts.save_report(tmp_path, second)
+    svg, png, page = (json_path.with_suffix(s) for s in (".svg", ".png", ".html"))
+
+    root = ET.parse(svg).getroot()
+    width, height = (float(root.get(k, "0").removesuffix("pt")) for k in ("width", "height"))
+    assert width > 300 and height > 300
+    assert _series(svg) == ["series-pp-c1", "series-pp-c2", "series-tg-c1", "series-tg-c2"]
+    assert _series(svg, "baseline-") == [
+        "baseline-pp-c1", "baseline-pp-c2", "baseline-tg-c1", "baseline-tg-c2"
+    ]  # fmt: skip
+    groups = _groups(svg)
+    assert "stroke-dasharray" in _style(groups["baseline-tg-c1"])
+    assert "stroke-dasharray" not in _style(groups["series-tg-c1"])
+    assert {"flagged-tg-c1", "flagged-tg-c2"} <= set(groups)
+    assert _series(tmp_path / first_json.with_suffix(".svg").name, "baseline-") == []
+    again = depth_figure(artifacts.load_report(json_path), artifacts.load_report(first_json))
+    assert draw.svg(draw.figure(again)) == svg.read_text()  # the same report, the same file
+
+    with Image.open(png) as image:
+        assert image.size == (900, 760)
+        grey = image.convert("L")
+        dark = sum(grey.histogram()[:128])
+        assert grey.getextrema()[0] < 64 and dark > 0.01 * image.size[0] * image.size[1]
+
+    assert f"![tg and pp vs depth]({svg.name})" in md_path.read_text()
+    text = page.read_text()
+    assert text.count("<svg") == 1 and 'id="series-tg-c1"' in text
+    assert "<img" not in text and "<script" not in text and "<link" not in text
+    assert "| 131072 |" not in text and "<td>131072</td>" in text  # the tables, rendered
+    assert "[noisy]: runs disagree &lt;img src=x onerror=alert(1)&gt;" in text
+    assert "recipe hash: <code>abc123def456</code>" in text
+
+
+def test_operator_text_in_the_page_and_picture_is_escaped(tmp_path: Path) -> None:
+    """Lane names and labels are the operators' text: shown, never run."""
+    hostile = replace(_seed_report("<script>", "2026-10-01_000000"), lane=HOSTILE, cluster="<b>")
+    json_path, _ = artifacts.save_report(tmp_path, hostile)
+    page = json_path.with_suffix(".html").read_text()
+    assert "<script" not in page and "<b>" not in page
+    assert f"<title>Bench &lt;script&gt;: {HOSTILE.replace('<', '&lt;').replace('>', '&gt;')}" in (
+        page
+    )
+    assert page.count("<svg") == 1  # the picture's file name, quoted, still found
+    svg = ET.parse(json_path.with_suffix(".svg")).getroot()  # well-formed despite the title
+    texts = "".join(t.text or "" for t in svg.iter(f"{SVG}text"))
+    assert f"<script>: {HOSTILE} on <b>" in texts
+
+
+def test_drawing_libraries_load_only_when_drawing() -> None:
+    """`cockpit --help` and `lanes` stay fast: matplotlib (most of a second) loads on use."""
+    code = (
+        "import sys, cockpit.cli.main, cockpit.cli.bench_cmds, cockpit.bench.artifacts;"
+        "print(sorted(m for m in ('matplotlib',) if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
