@@ -1,7 +1,8 @@
-"""Drawing a `FigureSpec` with matplotlib for the image files.
+"""Drawing a `FigureSpec`: matplotlib for the image files, plotext for the terminal.
 
-matplotlib is imported inside the functions: with numpy it takes most of a second to import
-here, and it does not belong on the path of `cockpit --help` or `cockpit lanes`. pyplot is never
+Both libraries are imported inside the functions: matplotlib (with numpy) takes most of a second
+to import here and plotext a tenth (`benchmarks/report_pictures.py`), and neither belongs on the
+path of `cockpit --help` or `cockpit lanes`. pyplot is never
 imported (its global figure state and GUI backend selection are for interactive use): a
 `Figure` on an Agg canvas draws the same in a bench's worker thread as anywhere else.
 """
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
 
 PALETTE = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#17becf", "#7f7f7f", "#bcbd22")
 FLAG_COLOUR = "#d62728"
+TERMINAL_COLOURS = ("blue", "green", "magenta", "cyan", "yellow", "white")
+TERMINAL_MARKERS = ("●", "▲", "■", "◆", "+", "x")
 WIDTH_IN, PANEL_IN, DPI = 9.0, 3.4, 100
 SVG_PARAMS = {"svg.fonttype": "none", "svg.hashsalt": "cockpit"}
 """Text kept as text (searchable; the file is 40 % smaller than with glyph paths) and a fixed
@@ -121,3 +124,37 @@ def png(fig: Figure) -> bytes:
     out = io.BytesIO()
     fig.savefig(out, format="png", dpi=DPI)
     return out.getvalue()
+
+
+def _marker(s: Series) -> str:
+    return "·" if s.dashed else TERMINAL_MARKERS[s.colour % len(TERMINAL_MARKERS)]
+
+
+def _colour(s: Series) -> str:
+    return TERMINAL_COLOURS[s.colour % len(TERMINAL_COLOURS)]
+
+
+def terminal_chart(panel: Panel, width: int = 78, height: int = 16, colour: bool = False) -> str:
+    """One panel of a depth figure as text (plotext): a marker per line (the baseline's ·),
+    flagged points as ✗, the legend under the chart (inside, it hid the top of the curves); ANSI
+    colour only if `colour`."""
+    import plotext as plt
+
+    plt.clear_figure()
+    plt.plotsize(width, height)
+    plt.theme("pro" if colour else "clear")
+    for s in _layered(panel):
+        plt.plot(list(s.xs), list(s.ys), marker=_marker(s), color=_colour(s))
+    for s in panel.series:
+        if s.flagged:
+            flagged = [(s.xs[i], s.ys[i]) for i in s.flagged]
+            plt.scatter(*zip(*flagged, strict=True), marker="✗", color="red")
+    legend = [f"{_marker(s)} {s.label}" for s in panel.series]
+    legend += ["✗ flagged"] if any(s.flagged for s in panel.series) else []
+    if panel.xticks:
+        plt.xticks([x for x, _ in panel.xticks], [label for _, label in panel.xticks])
+    plt.ylim(0)
+    plt.title(f"{panel.ylabel} vs {panel.xlabel or 'x'}")
+    chart = str(plt.build())
+    text = chart if colour else str(plt.uncolorize(chart))
+    return "\n".join(line.rstrip() for line in text.splitlines()) + "\n" + "   ".join(legend)

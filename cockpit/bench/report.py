@@ -1,4 +1,4 @@
-"""Reports as the seed writes them (pure): markdown tables, comparisons and a terminal depth plot.
+"""Reports as the seed writes them (pure): markdown tables and comparisons.
 
 Shape: a quality line, the depth curve's picture when there is one, the perf table (every point,
 mean ± std), the depth table (tg by depth with c1/c2 columns, deltas against its baseline: the
@@ -8,13 +8,13 @@ fixes, hung points with forensics, and the environment that could skew the numbe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
 from cockpit.bench.likeness import differences, likeness, mode
 from cockpit.bench.method import Stat, relative_delta, spread_text
-from cockpit.bench.models import PointResult, Report, depth_label
+from cockpit.bench.models import PointResult, Report
 
 REGRESSION = 0.05  # a drop beyond 5 % is marked as a regression
 
@@ -278,39 +278,3 @@ def render_comparison(a: Report, b: Report, name_a: str, name_b: str) -> str:
     else:
         lines += ["", f"{drops} regression(s) beyond {REGRESSION:.0%}"]
     return "\n".join(lines) + "\n"
-
-
-def depth_plot(
-    report: Report, metric: str = "tg", height: int = 12, col_width: int = 7
-) -> list[str]:
-    """A terminal chart of tg (or pp) against depth, one symbol per concurrency."""
-    symbols = "12345678"
-    rows = depth_rows(report)
-    cs = concurrencies(report)
-    get: Callable[[DepthRow, int], float | None] = (
-        (lambda r, c: r.tg[c]) if metric == "tg" else (lambda r, c: r.pp[c])
-    )
-    values = [v for r in rows for c in cs if (v := get(r, c)) is not None]
-    if not values:
-        return [f"(no {metric} values to plot)"]
-    top = max(values) * 1.05
-    grid = [[" "] * (len(rows) * col_width) for _ in range(height)]
-    for x, row in enumerate(rows):
-        for i, c in enumerate(cs):
-            value = get(row, c)
-            if value is None:
-                continue
-            y = height - 1 - min(height - 1, int(value / top * height))
-            col = x * col_width + col_width // 2 + i
-            grid[y][col] = symbols[i] if grid[y][col] == " " else "*"
-    out = [
-        f"{metric} t/s vs depth ("
-        + ", ".join(f"{symbols[i]} = c{c}" for i, c in enumerate(cs))
-        + ", * = both)"
-    ]
-    for y, line in enumerate(grid):
-        label = top * (height - y) / height
-        out.append(f"{label:8.1f} ┤" + "".join(line).rstrip())
-    out.append(" " * 9 + "└" + "─" * (len(rows) * col_width))
-    out.append(" " * 10 + "".join(depth_label(r.depth).center(col_width) for r in rows))
-    return out

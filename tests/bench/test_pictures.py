@@ -1,4 +1,5 @@
-"""The pictures beside a report, looked at: the depth curve (spec, SVG, PNG) and the HTML page."""
+"""The pictures beside a report, looked at: the depth curve (spec, SVG, PNG), the HTML page and
+the terminal chart."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from cockpit.bench import artifacts, draw
 from cockpit.bench.figures import depth_figure
 from cockpit.bench.models import Flag, FlagKind, Report
 from tests.bench.test_reports import _report, _seed_report, _tg, _variant
+from tests.cli_runner import run_cockpit
 
 SVG = "{http://www.w3.org/2000/svg}"
 HOSTILE = "<script>alert(1)</script>"
@@ -126,11 +128,30 @@ def test_operator_text_in_the_page_and_picture_is_escaped(tmp_path: Path) -> Non
     assert f"<script>: {HOSTILE} on <b>" in texts
 
 
+def test_report_show_prints_the_depth_curve_with_plotext(tmp_path: Path) -> None:
+    json_path, _ = artifacts.save_report(tmp_path, _flagged(_seed_report(), 131072))
+    shown = run_cockpit("report", "show", json_path)
+    assert shown.returncode == 0, shown.stderr
+    out = shown.stdout
+    assert "tg t/s vs context depth" in out and "pp t/s vs context depth" in out
+    assert "● c1   ▲ c2   ✗ flagged" in out and "256K" in out and "\x1b[" not in out
+    assert "![tg and pp vs depth]" not in out  # the terminal gets the chart, not the link
+    quiet = run_cockpit("report", "show", json_path, "--no-plot")
+    assert "vs context depth" not in quiet.stdout
+
+
 def test_drawing_libraries_load_only_when_drawing() -> None:
-    """`cockpit --help` and `lanes` stay fast: matplotlib (most of a second) loads on use."""
+    """`cockpit --help` and `lanes` stay fast: matplotlib (~0.3 s) and plotext load on use."""
     code = (
-        "import sys, cockpit.cli.main, cockpit.cli.bench_cmds, cockpit.bench.artifacts;"
-        "print(sorted(m for m in ('matplotlib',) if m in sys.modules))"
+        "import sys, cockpit.cli.main, cockpit.cli.report_cmds, cockpit.bench.artifacts;"
+        "print(sorted(m for m in ('matplotlib', 'plotext') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_terminal_chart_is_plain_text_unless_coloured() -> None:
+    panel = depth_figure(_seed_report()).panels[0]
+    plain = draw.terminal_chart(panel, width=60, height=12)
+    assert "\x1b[" not in plain and plain.splitlines()[-1] == "● c1   ▲ c2"
+    assert "\x1b[" in draw.terminal_chart(panel, width=60, height=12, colour=True)
