@@ -130,6 +130,12 @@ def baseline_of(report: Report, directory: Path) -> Report | None:
     return None
 
 
+def reports_in(directory: Path) -> list[Report]:
+    """Every report in `directory`, oldest first (by creation, then write time); files that are
+    no report are passed over."""
+    return [report for _, report, _ in sorted(_reports(directory), key=lambda found: found[0])]
+
+
 def save_report(directory: Path, report: Report) -> tuple[Path, Path]:
     """Write the report's JSON and markdown (with deltas against its baseline), its depth curve
     (`.svg`, `.png`) and the HTML page that embeds it (`.html`); returns the first two."""

@@ -113,3 +113,12 @@ def depth_figure(report: Report, baseline: Report | None = None) -> FigureSpec:
         subtitle=f"{report.created} UTC · {report.environment.driver} · {mode(report)}{against}",
         panels=tuple(panels),
     )
+
+
+def created_at(report: Report) -> datetime | None:
+    """The report's creation stamp (UTC, as its file name spells it) as a time; None when it is
+    not one (a report written by hand)."""
+    try:
+        return datetime.strptime(report.created, "%Y-%m-%d_%H%M%S")
+    except ValueError:
+        return None

@@ -94,7 +94,7 @@ def depth_rows(report: Report, baseline: Report | None = None) -> list[DepthRow]
     return rows
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right_from: int = 1) -> list[str]:
+def table(header: Sequence[str], rows: Sequence[Sequence[str]], right_from: int = 1) -> list[str]:
     align = ["---" if i < right_from else "---:" for i in range(len(header))]
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
     lines.extend("| " + " | ".join(row) + " |" for row in rows)
@@ -143,7 +143,7 @@ def render_markdown(report: Report, baseline: Report | None = None, picture: str
         *([f"![tg and pp vs depth]({quote(picture)})", ""] if picture else []),
         "## Perf",
         "",
-        *_table(PERF_HEADER, perf_rows(report), right_from=2),
+        *table(PERF_HEADER, perf_rows(report), right_from=2),
         "",
         f"## Depth (tg t/s, {mode(report)})",
         "",
@@ -161,7 +161,7 @@ def render_markdown(report: Report, baseline: Report | None = None, picture: str
         if baseline:
             cells += [_pct(row.delta_tg[c]) for c in cs]
         rows.append(cells)
-    lines += _table(header, rows)
+    lines += table(header, rows)
     if len(cs) > 1:
         ok = all((r.tg[cs[-1]] or 0) >= (r.tg[cs[0]] or 0) for r in by_depth if r.tg[cs[0]])
         lines += ["", f"c{cs[-1]} ≥ c{cs[0]} at every depth: **{'yes' if ok else 'NO'}**"]
@@ -266,7 +266,7 @@ def render_comparison(a: Report, b: Report, name_a: str, name_b: str) -> str:
         f"A: {a.environment.driver}, {mode(a)}, quality {a.quality or '—'}",
         f"B: {b.environment.driver}, {mode(b)}, quality {b.quality or '—'}",
         "",
-        *_table(header, rows, right_from=2),
+        *table(header, rows, right_from=2),
     ]
     drops = sum(1 for c in comparisons if c.regression)
     if unlike:

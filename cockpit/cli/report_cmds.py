@@ -1,4 +1,4 @@
-"""`report show|compare`: reading bench reports, one or two.
+"""`report show|compare|trend`: reading bench reports, one, two, or a lane's over time.
 
 Files only: no inventory, no SSH, so `report` loads none of the bench's network code.
 """
@@ -11,13 +11,18 @@ from pathlib import Path
 
 import click
 
+from cockpit.atomic import write_atomic
 from cockpit.bench import artifacts, draw
 from cockpit.bench import report as rep
+from cockpit.bench import trend as tr
 from cockpit.bench.figures import depth_figure
 from cockpit.bench.likeness import differences, likeness
 from cockpit.bench.models import Report
+from cockpit.bench.sweep_plan import numbers
 from cockpit.cli.guided import GuidedGroup
 from cockpit.errors import InputError
+
+IMAGE_SUFFIXES = (".svg", ".png")
 
 
 def depth_charts(report: Report, baseline: Report | None, metrics: int = 2) -> list[str]:
@@ -31,7 +36,7 @@ def depth_charts(report: Report, baseline: Report | None, metrics: int = 2) -> l
 
 @click.group(name="report", cls=GuidedGroup)
 def report_group() -> None:
-    """Read bench reports: show one, compare two."""
+    """Read bench reports: show one, compare two, trend a lane's."""
 
 
 @report_group.command(name="show")
@@ -65,6 +70,53 @@ def report_compare(a: Path, b: Path, force: bool) -> None:
             f"not comparable: {'; '.join(unlike)} (--force compares them anyway, marked so)"
         )
     click.echo(rep.render_comparison(first, second, a.name, b.name))
+
+
+def _depths(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, ...]:
+    try:
+        return numbers(value, 0) if value is not None else ()
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+@report_group.command(name="trend")
+@click.option("--lane", required=True, help="The lane (its recipe name) as its reports name it.")
+@click.option("--cluster", help="Only its reports on this cluster (default: the newest's).")
+@click.option("--reports", type=click.Path(path_type=Path), default=Path("reports"))
+@click.option(
+    "--depths",
+    callback=_depths,
+    metavar="LIST",
+    help="Headline depths, a comma list (default: the newest report's shallowest and deepest).",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The picture, .svg or .png (default: REPORTS/trend_<lane>_<cluster>.svg).",
+)
+def report_trend(
+    lane: str, cluster: str | None, reports: Path, depths: tuple[int, ...], out: Path | None
+) -> None:
+    """A lane's headline figures across its reports: a table here and a picture in a file.
+
+    Only like with like: the newest report sets what the curve measured (recipe, model, warm or
+    cold, driver), and every report that measured something else is left out and counted."""
+    if out is not None and out.suffix not in IMAGE_SUFFIXES:
+        raise InputError(f"--out: {out.name} is not a picture file (write .svg or .png)")
+    if not reports.is_dir():
+        raise InputError(f"--reports: {reports} is not a folder")
+    trend = tr.select(artifacts.reports_in(reports), lane, cluster, depths)
+    header, rows = tr.table(trend)
+    click.echo("\n".join(rep.table(header, rows, right_from=2)))
+    for line in tr.left_out_lines(trend):
+        click.echo(line, err=True)
+    newest = trend.newest
+    target = out or reports / (
+        f"trend_{artifacts.safe_label(newest.lane)}_{artifacts.safe_label(newest.cluster)}.svg"
+    )
+    fig = draw.figure(tr.trend_figure(trend))
+    write_atomic(target, draw.png(fig) if target.suffix == ".png" else draw.svg(fig))
+    click.echo(f"\npicture: {target} ({len(trend.reports)} report(s))")
 
 
 COMMANDS = [report_group]

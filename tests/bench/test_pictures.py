@@ -1,5 +1,5 @@
-"""The pictures beside a report, looked at: the depth curve (spec, SVG, PNG), the HTML page and
-the terminal chart."""
+"""The pictures beside a report, looked at: the depth curve (spec, SVG, PNG), the HTML page,
+the terminal chart, and `report trend`."""
 
 from __future__ import annotations
 
@@ -9,12 +9,15 @@ import xml.etree.ElementTree as ET
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from PIL import Image
 
 from cockpit.bench import artifacts, draw
+from cockpit.bench import trend as tr
 from cockpit.bench.figures import depth_figure
 from cockpit.bench.models import Flag, FlagKind, Report
-from tests.bench.test_reports import _report, _seed_report, _tg, _variant
+from cockpit.errors import InputError
+from tests.bench.test_reports import _qwen, _report, _seed_report, _tg, _variant
 from tests.cli_runner import run_cockpit
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -148,6 +151,119 @@ def test_drawing_libraries_load_only_when_drawing() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A lane benched four times over a week (one of them cold, one by llama-benchy), and
+    another lane, saved as the bench saves them."""
+    folder = tmp_path_factory.mktemp("history")
+    first = _seed_report("monday", "2026-09-28_090000")
+    reports = [
+        first,
+        _variant(_scaled(first, "cold", "2026-09-29_090000", 0.5), "cold", "2026-09-29_090000", cold=True),
+        _scaled(first, "tuesday", "2026-09-30_090000", 1.1),
+        _variant(first, "benchy", "2026-10-01_090000", driver="llama-benchy 0.4.0"),
+        _qwen(_seed_report("qwen", "2026-10-02_090000")),
+        _flagged(_scaled(first, "friday", "2026-10-03_090000", 0.95), 262144),
+    ]  # fmt: skip
+    for report in reports:
+        artifacts.save_report(folder, report)
+    return folder
+
+
+def test_trend_keeps_like_with_like_and_counts_the_rest() -> None:
+    first = _seed_report("monday", "2026-09-28_090000")
+    reports = [
+        first,
+        _variant(first, "cold", "2026-09-29_090000", cold=True),
+        _scaled(first, "tuesday", "2026-09-30_090000", 1.1),
+        _variant(first, "odd", "2026-09-30_1"),
+    ]
+    trend = tr.select(reports, first.lane)
+    assert [r.label for r in trend.reports] == ["monday", "tuesday"]
+    assert trend.depths == (0, 262144) and trend.concurrencies == (1, 2)
+    assert tr.left_out_lines(trend) == [
+        "left out 1 report(s) not like the newest: creation stamp '2026-09-30_1' is not a time",
+        "left out 1 report(s) not like the newest: cold vs warm prefix",
+    ]
+    newest_cold = tr.select(reports[:2], first.lane)
+    assert [r.label for r in newest_cold.reports] == ["cold"]  # the newest sets the curve
+    assert tr.left_out_lines(newest_cold) == [
+        "left out 1 report(s) not like the newest: warm prefix vs cold"
+    ]
+    header, rows = tr.table(tr.select(reports, first.lane, depths=(131072,)))
+    assert header == [
+        "created (UTC)",
+        "label",
+        "tg 128K c1",
+        "tg 128K c2",
+        "pp 128K c1",
+        "pp 128K c2",
+    ]
+    assert rows[1][:4] == ["2026-09-30 09:00", "tuesday", "41.1", "51.7"]
+    spec = tr.trend_figure(trend)
+    assert [s.gid for s in spec.panels[0].series] == [
+        "series-tg-d0-c1", "series-tg-d0-c2", "series-tg-d256K-c1", "series-tg-d256K-c2"
+    ]  # fmt: skip
+    with pytest.raises(InputError, match="--depths: 32K measured by no comparable report"):
+        tr.select(reports, first.lane, depths=(32768,))
+
+
+def test_report_trend_prints_the_table_and_draws_the_picture(history: Path, tmp_path: Path) -> None:
+    out = tmp_path / "trend.svg"
+    result = run_cockpit("report", "trend", "--lane", LANE, "--reports", history, "--out", out)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("| created (UTC) | label | tg 0 c1 | tg 0 c2 | tg 256K c1 |")
+    assert [line.split(" | ")[1] for line in lines[2:5]] == ["monday", "tuesday", "friday"]
+    assert lines[3].startswith("| 2026-09-30 09:00 | tuesday | 74.0 | 79.4 | 48.8 | 49.1 |")
+    assert "| 42.2 ⚠ |" in lines[4]  # friday's flagged 256K c1
+    assert lines[-1] == f"picture: {out} (3 report(s))"
+    assert sorted(result.stderr.splitlines()) == [
+        "left out 1 report(s) not like the newest: cold vs warm prefix",
+        "left out 1 report(s) not like the newest: driver llama-benchy 0.4.0 vs builtin",
+    ]  # the other lane's report is no report of this lane at all
+    assert len(_series(out)) == 8  # tg and pp at 0 and 256K, c1 and c2
+    assert {"flagged-tg-d256K-c1", "flagged-tg-d256K-c2"} <= set(_groups(out))
+    png = tmp_path / "trend.png"
+    as_png = run_cockpit("report", "trend", "--lane", LANE, "--reports", history, "--out", png)
+    assert as_png.returncode == 0, as_png.stderr
+    with Image.open(png) as image:
+        assert image.size[0] == 900 and image.convert("L").getextrema()[0] < 64
+    at_128k = run_cockpit(
+        "report", "trend", "--lane", LANE, "--reports", history, "--depths", "128K"
+    )
+    assert at_128k.returncode == 0, at_128k.stderr
+    assert "| tg 128K c1 | tg 128K c2 | pp 128K c1 | pp 128K c2 |" in at_128k.stdout
+    assert (history / f"trend_{LANE}_dgx58-switch.svg").exists()  # the default picture
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["--lane", "nope"], "error: no report of lane nope (reports there: mimo26-flash-mopd-4x"),
+        (["--lane", "L", "--out", "x.txt"], "error: --out: x.txt is not a picture file"),
+        (["--lane", "L", "--reports", "{tmp}/missing"], "error: --reports: "),
+        (["--lane", "L", "--depths", "0,32K"], "error: --depths: 32K measured by no comparable"),
+    ],
+)
+def test_report_trend_refuses_bad_input_in_one_line(
+    history: Path, args: list[str], line: str
+) -> None:
+    args = [a.replace("{tmp}", str(history)) if a != "L" else LANE for a in args]
+    result = run_cockpit("report", "trend", "--reports", history, *args)
+    assert result.returncode == 2 and result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1 and line in result.stderr, result.stderr
+
+
+def test_report_trend_refuses_a_depth_that_is_no_number() -> None:
+    """click's own answer to a bad option value, as `bench --depths abc` gets it."""
+    result = run_cockpit("report", "trend", "--lane", "L", "--depths", "abc")
+    assert result.returncode == 2 and result.stdout == ""
+    assert "Invalid value for '--depths': 'abc' is not a number (write 4096 or 4K)" in (
+        result.stderr
+    )
 
 
 def test_terminal_chart_is_plain_text_unless_coloured() -> None:
