@@ -135,7 +135,7 @@ def trend_figure(trend: Trend) -> FigureSpec:
                 series.append(
                     Series(
                         gid=f"series-{metric}-d{depth_label(d)}-c{c}",
-                        label=f"{depth_label(d)} c{c}",
+                        label=f"d{depth_label(d)} c{c}",
                         xs=tuple(xs),
                         ys=tuple(ys),
                         flagged=tuple(flagged),
