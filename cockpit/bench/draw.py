@@ -138,6 +138,8 @@ def terminal_chart(panel: Panel, width: int = 78, height: int = 16, colour: bool
     """One panel of a depth figure as text (plotext): a marker per line (the baseline's ·),
     flagged points as ✗, the legend under the chart (inside, it hid the top of the curves); ANSI
     colour only if `colour`."""
+    if not panel.series:
+        return f"(no {panel.ylabel} values to plot)"
     import plotext as plt
 
     plt.clear_figure()

@@ -271,3 +271,7 @@ def test_terminal_chart_is_plain_text_unless_coloured() -> None:
     plain = draw.terminal_chart(panel, width=60, height=12)
     assert "\x1b[" not in plain and plain.splitlines()[-1] == "● c1   ▲ c2"
     assert "\x1b[" in draw.terminal_chart(panel, width=60, height=12, colour=True)
+    hung = replace(
+        _seed_report(), points=tuple(replace(p, inference=None) for p in _seed_report().points)
+    )
+    assert draw.terminal_chart(depth_figure(hung).panels[1]) == "(no pp t/s values to plot)"
