@@ -111,6 +111,7 @@ def test_a_saved_report_has_its_picture_and_page_beside_it(tmp_path: Path) -> No
     text = page.read_text()
     assert text.count("<svg") == 1 and 'id="series-tg-c1"' in text
     assert "<img" not in text and "<script" not in text and "<link" not in text
+    assert ' src="' not in text and ' href="http' not in text and "url(http" not in text
     assert "| 131072 |" not in text and "<td>131072</td>" in text  # the tables, rendered
     assert "[noisy]: runs disagree &lt;img src=x onerror=alert(1)&gt;" in text
     assert "recipe hash: <code>abc123def456</code>" in text
