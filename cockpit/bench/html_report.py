@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from markdown_it import MarkdownIt
-from markdown_it.renderer import RendererHTML
-from markdown_it.token import Token
+if TYPE_CHECKING:
+    from markdown_it.renderer import RendererHTML
+    from markdown_it.token import Token
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; max-width: 64rem; margin: 2rem auto;
@@ -39,7 +39,10 @@ def inline_svg(svg: str) -> str:
 
 
 def render_html(markdown: str, title: str, picture: str = "", svg: str = "") -> str:
-    """The page: `markdown` rendered, its image `picture` replaced by `svg` inline."""
+    """The page: `markdown` rendered, its image `picture` replaced by `svg` inline (markdown-it is
+    imported here: every command that reads a report imports this module, few draw a page)."""
+    from markdown_it import MarkdownIt
+
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
 
     def image(
@@ -51,7 +54,7 @@ def render_html(markdown: str, title: str, picture: str = "", svg: str = "") -> 
     ) -> str:
         if picture and unquote(str(tokens[idx].attrGet("src"))) == picture:
             return inline_svg(svg)
-        return RendererHTML.image(renderer, tokens, idx, options, env)
+        return renderer.image(tokens, idx, options, env)  # the rule replaced, not the method
 
     md.add_render_rule("image", image)
     return (

@@ -145,10 +145,11 @@ def test_report_show_prints_the_depth_curve_with_plotext(tmp_path: Path) -> None
 
 
 def test_drawing_libraries_load_only_when_drawing() -> None:
-    """`cockpit --help` and `lanes` stay fast: matplotlib (~0.3 s) and plotext load on use."""
+    """`cockpit --help` and `lanes` stay fast: matplotlib (half a second), plotext and
+    markdown-it load when a picture, a chart or a page is drawn."""
     code = (
         "import sys, cockpit.cli.main, cockpit.cli.report_cmds, cockpit.bench.artifacts;"
-        "print(sorted(m for m in ('matplotlib', 'plotext') if m in sys.modules))"
+        "print(sorted(m for m in ('matplotlib', 'plotext', 'markdown_it') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
