@@ -30,7 +30,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.results_md import write_section  # noqa: E402
-from cockpit.assets import SIM_TOKENIZER_DIR  # noqa: E402
 from cockpit.bench.driver import DriverConfig  # noqa: E402
 from cockpit.bench.events import PointFinished  # noqa: E402
 from cockpit.bench.models import PointSpec  # noqa: E402
@@ -42,8 +41,9 @@ from cockpit.ops.history import BootHistory  # noqa: E402
 from cockpit.ops.launch import launch  # noqa: E402
 from cockpit.ops.readiness import base_url  # noqa: E402
 from cockpit.plan import plan_lane  # noqa: E402
-from cockpit.sim.fleet import SimFleet  # noqa: E402
 from cockpit.ssh.inventory import pool_for  # noqa: E402
+from cockpit_sim.engine.text import TOKENIZER_DIR  # noqa: E402
+from cockpit_sim.fleet import SimFleet  # noqa: E402
 
 RECIPE = "qwen3-0.6b-2x"
 CLUSTER = "2nodes-dac"
@@ -62,7 +62,7 @@ NOTE = (
 async def one_point(url: str, model: str, speed: float) -> dict[str, float]:
     """The driver's figures for POINT against `url`, and this process's CPU seconds."""
     cfg = DriverConfig(
-        base_url=url, model=model, points=(POINT,), tokenizer_dir=SIM_TOKENIZER_DIR,
+        base_url=url, model=model, points=(POINT,), tokenizer_dir=TOKENIZER_DIR,
         runs=RUNS, time_scale=speed, hang_timeout_s=120.0,
     )  # fmt: skip
     cpu = time.process_time()

@@ -31,9 +31,9 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.procstat import children_cpu, process_cpu  # noqa: E402
 from benchmarks.results_md import write_section  # noqa: E402
-from cockpit.sim.fleet import SimFleet, provision  # noqa: E402
-from cockpit.sim.fleet.control import PROJECT_RECIPES  # noqa: E402
-from cockpit.sim.fleet.layout import FleetConfig, FleetLayout  # noqa: E402
+from cockpit_sim.fleet import SimFleet, provision  # noqa: E402
+from cockpit_sim.fleet.control import PROJECT_RECIPES  # noqa: E402
+from cockpit_sim.fleet.layout import FleetConfig, FleetLayout  # noqa: E402
 
 MODES = ("wrappers", "namespaces")
 

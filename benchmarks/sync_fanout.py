@@ -43,10 +43,10 @@ from cockpit.ops.facts import FactsCollector  # noqa: E402
 from cockpit.ops.history import BootHistory  # noqa: E402
 from cockpit.ops.sync import sync_core  # noqa: E402
 from cockpit.ops.sync_plan import plan_sync  # noqa: E402
-from cockpit.sim.fleet import SimFleet  # noqa: E402
-from cockpit.sim.fleet.lane_images import registry_repository  # noqa: E402
-from cockpit.sim.fleet.realdocker import import_busybox  # noqa: E402
 from cockpit.ssh.inventory import pool_for  # noqa: E402
+from cockpit_sim.fleet import SimFleet  # noqa: E402
+from cockpit_sim.fleet.lane_images import registry_repository  # noqa: E402
+from cockpit_sim.fleet.realdocker import import_busybox  # noqa: E402
 
 RECIPE = "qwen3-0.6b-2x"
 SOURCE = "dgx1"

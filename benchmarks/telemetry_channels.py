@@ -36,7 +36,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.results_md import write_section
-from cockpit.sim.fleet import SimFleet
 from cockpit.ssh import Endpoint, Settings, SshError, SshPool
 from cockpit.status.poller import FleetPoller
 from cockpit.status.probe import (
@@ -50,6 +49,7 @@ from cockpit.status.probe import (
     ProbeParser,
     Section,
 )
+from cockpit_sim.fleet import SimFleet
 
 SETTLE_S = 3.0
 PERF_ATTEMPTS = 10

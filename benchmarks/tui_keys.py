@@ -25,8 +25,9 @@ closes it: not Escape, which a terminal app must wait on to tell it from the sta
 sequence) and `m` (maximise the focused pane, then restore it: the whole layout changes), sent
 with `tmux send-keys`; the latency is until `tmux capture-pane` shows the change (polled every
 ~10 ms, so figures are upper bounds by that much). Presses are 250-450 ms apart, at random phases
-of the panes' own refreshes. Idle CPU: the TUI process's own CPU time over `--idle-s` seconds
-with no key pressed, as % of one core. RSS: VmRSS of the TUI process.
+of the panes' own refreshes. CPU a press: the app's CPU time over its presses less its rate over
+5 s with no key just before, in the same load. Idle CPU: the TUI process's own CPU time over
+`--idle-s` seconds with no key pressed, as % of one core. RSS: VmRSS of the TUI process.
 
 `--soak-min M`: then M minutes at 8 nodes with the lane serving and benches back to back, RSS
 sampled every 30 s: printed at 10 minutes, and the spread (max − min over their mean) of the
@@ -60,7 +61,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.procstat import process_cpu  # noqa: E402
 from benchmarks.results_md import write_section  # noqa: E402
 from benchmarks.tui_floor_app import TITLES as PANE_TITLES  # noqa: E402  (the cockpit's panes)
-from cockpit.sim.fleet import SimFleet  # noqa: E402
+from cockpit_sim.fleet import SimFleet  # noqa: E402
 
 COCKPIT = [sys.executable, "-m", "cockpit"]
 SIZE = (160, 48)
@@ -172,10 +173,24 @@ def key_latencies(
     return latencies
 
 
+BASE_RATE_S = 5.0
+"""Seconds without a key, in the same load, before the presses: the rate their CPU is net of."""
+
+
 def all_keys(
     term: Terminal, presses: int, between: Callable[[], None] = lambda: None
-) -> dict[str, list[float]]:
-    return {probe.name: key_latencies(term, probe, presses, between) for probe in KEYS}
+) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """Each probe's key→frame latencies, and its CPU ms a press in the app (its CPU time over
+    the presses less what it spends at the same time with no key, measured just before)."""
+    between()
+    rate = idle_cpu_pct(term, BASE_RATE_S) / 100
+    latencies, cpu = {}, {}
+    for probe in KEYS:
+        c0, t0 = process_cpu(term.pid), time.perf_counter()
+        latencies[probe.name] = key_latencies(term, probe, presses, between)
+        spent = process_cpu(term.pid) - c0 - rate * (time.perf_counter() - t0)
+        cpu[probe.name] = 1000 * max(spent, 0.0) / presses
+    return latencies, cpu
 
 
 def idle_cpu_pct(term: Terminal, seconds: float) -> float:
@@ -194,6 +209,7 @@ class Scene:
     name: str
     nodes: int
     latencies: dict[str, list[float]] = field(default_factory=dict)  # by KeyProbe.name
+    press_cpu_ms: dict[str, float] = field(default_factory=dict)  # by KeyProbe.name
     idle_cpu: float | None = None
     rss_mib: float | None = None
     bench_without_s: list[float] = field(default_factory=list)
@@ -233,7 +249,7 @@ def measure_floor(floor: Scene, presses: int, between: Callable[[], None] = lamb
     term = Terminal([sys.executable, str(FLOOR_APP)], name="floor")
     try:
         term.wait_for(lambda s: panes_shown(s) == len(PANE_TITLES), timeout=30)
-        floor.latencies = all_keys(term, presses, between)
+        floor.latencies, floor.press_cpu_ms = all_keys(term, presses, between)
         floor.rss_mib = term.rss_mib()
     finally:
         term.close()
@@ -262,7 +278,7 @@ def serving_scenes(work: Path, presses: int, idle_s: float) -> list[Scene]:
             try:
                 benches.keep_going()
                 time.sleep(3)  # the bench past its model query and warm-up
-                scene.latencies = all_keys(term, presses, benches.keep_going)
+                scene.latencies, scene.press_cpu_ms = all_keys(term, presses, benches.keep_going)
                 scene.rss_mib = term.rss_mib()
                 term.close()
                 measure_floor(floor, presses, benches.keep_going)
@@ -282,7 +298,7 @@ def idle_scenes(work: Path, nodes: int, presses: int, idle_s: float) -> list[Sce
         term = open_tui(fleet, work / f"reports{nodes}", nodes)
         try:
             scene.idle_cpu = idle_cpu_pct(term, idle_s)
-            scene.latencies = all_keys(term, presses)
+            scene.latencies, scene.press_cpu_ms = all_keys(term, presses)
             scene.rss_mib = term.rss_mib()
             measure_floor(floor, presses)  # in a terminal of its own, the cockpit still open
         finally:
@@ -397,8 +413,8 @@ def report(scenes: list[Scene], soaked: list[tuple[float, float]], presses: int,
         f"and to the floor under the same load.",
         "",
         "| scene | key | key→frame p50 ms | p95 ms | ÷ 8 nodes | ÷ floor | max ms "
-        "| idle CPU % of a core | RSS MiB |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| CPU ms a press | idle CPU % of a core | RSS MiB |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for s, after in zip(scenes, [*scenes[1:], None], strict=True):
         floor = after if after is not None and after.name.startswith("floor") else None
@@ -410,7 +426,8 @@ def report(scenes: list[Scene], soaked: list[tuple[float, float]], presses: int,
             idle = "–" if s.idle_cpu is None else f"{s.idle_cpu:.1f}"
             rows.append(
                 f"| {s.name} | {key} | {p50:.0f} | {p95:.0f} | {ratio(to_base)} "
-                f"| {ratio(to_floor)} | {max(latencies):.0f} | {idle} | {s.rss_mib or 0:.0f} |"
+                f"| {ratio(to_floor)} | {max(latencies):.0f} | {s.press_cpu_ms.get(key, 0):.0f} "
+                f"| {idle} | {s.rss_mib or 0:.0f} |"
             )
     if base.bench_with_s and base.bench_without_s:
         without = statistics.median(base.bench_without_s)

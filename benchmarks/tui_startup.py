@@ -39,7 +39,7 @@ from pathlib import Path
 from cockpit.startup import pause_collector
 pause_collector()  # as cockpit's entry point does
 import cockpit.cli.main
-from cockpit.assets import SIM_TOKENIZER_DIR
+from cockpit_sim.engine.text import TOKENIZER_DIR
 from cockpit.config import load_inventory
 from cockpit.ssh.inventory import pool_for
 from cockpit.tui.launch import fleet_app
@@ -51,7 +51,7 @@ async def main():
     async with pool_for(inventory) as pool:
         probing = time.perf_counter()
         async with fleet_app(inventory, pool, settings, reports_dir=Path(sys.argv[2]) / "reports",
-                             tokenizer_dir=SIM_TOKENIZER_DIR, persist_theme=False) as app:
+                             tokenizer_dir=TOKENIZER_DIR, persist_theme=False) as app:
             built = time.perf_counter()
             async with app.run_test(size=(160, 48)) as pilot:
                 mounted = time.perf_counter()
@@ -128,7 +128,7 @@ def main() -> None:
     parser.add_argument("--write-results", action="store_true")
     args = parser.parse_args()
 
-    from cockpit.sim.fleet import SimFleet
+    from cockpit_sim.fleet import SimFleet
 
     compileall.compile_dir(ROOT / "cockpit", quiet=1)
     load_before = load_average()

@@ -11,8 +11,6 @@ import sys
 from pathlib import Path
 
 SOURCE_ROOT = Path(__file__).resolve().parents[1]
-SIM_TOKENIZER_DIR = Path(__file__).resolve().parent / "sim" / "engine" / "tokenizer"
-"""The simulated engine's tokenizer (package data): also the bench's and the TUI's default."""
 
 
 def asset_dir(name: str, source_root: Path = SOURCE_ROOT, prefix: str = sys.prefix) -> Path:

@@ -2,6 +2,7 @@
 
 import contextlib
 import gc
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,19 @@ def collector_paused() -> Iterator[None]:
     yield
     gc.enable()
     gc.unfreeze()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _suite_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The cockpit's state (boot history, the history store) of every test, the CLIs it runs
+    included, in the suite's temporary folder, never the user's; a test that wants a folder of
+    its own sets COCKPIT_STATE_DIR itself."""
+    if "COCKPIT_STATE_DIR" in os.environ:
+        yield
+        return
+    os.environ["COCKPIT_STATE_DIR"] = str(tmp_path_factory.mktemp("state"))
+    yield
+    os.environ.pop("COCKPIT_STATE_DIR", None)
 
 
 AUTOGROUP = Path("/proc/self/autogroup")

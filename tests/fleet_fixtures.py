@@ -24,9 +24,9 @@ from typing import Any
 import asyncssh
 import pytest
 
-from cockpit.sim.fleet import SimFleet
-from cockpit.sim.fleet.realdocker import CGROUPS, missing_parts
-from cockpit.sim.fleet.sshd import SSHD
+from cockpit_sim.fleet import SimFleet
+from cockpit_sim.fleet.realdocker import CGROUPS, missing_parts
+from cockpit_sim.fleet.sshd import SSHD
 
 __all__ = [
     "RealDockerTrace",

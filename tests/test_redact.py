@@ -8,7 +8,7 @@ import pytest
 from cockpit.ops.events import Notice, Severity, StepFinished
 from cockpit.printable import printable
 from cockpit.redact import REDACTED, is_secret_name, redact, redact_argv, remember, shown
-from cockpit.sim.tools.envfile import EnvFileError, read_env_file
+from cockpit_sim.tools.envfile import EnvFileError, read_env_file
 
 SK = "sk-proj-" + "A1b2C3d4" * 4
 HF = "hf_" + "x9Y8z7W6" * 4

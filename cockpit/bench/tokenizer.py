@@ -14,8 +14,7 @@ import binascii
 import shlex
 from pathlib import Path
 
-import platformdirs
-
+from cockpit import paths
 from cockpit.errors import InputError
 from cockpit.plan import LanePlan
 from cockpit.ssh import SshError, SshPool
@@ -56,7 +55,7 @@ def parse_files(output: str) -> dict[str, bytes]:
 
 def cache_dir(plan: LanePlan, root: Path | None = None) -> Path:
     model = plan.recipe.model
-    base = root or Path(platformdirs.user_cache_dir("cockpit")) / "tokenizers"
+    base = root or paths.tokenizer_cache_dir()
     return base / f"{model.repo.replace('/', '--')}@{model.revision}"
 
 

@@ -31,9 +31,11 @@ from cockpit.bench.remote import remote_argv, remote_events
 from cockpit.bench.run import BenchRequest, bench, make_driver, time_scale_default
 from cockpit.bench.sweep_plan import DRIVERS, field_value, written
 from cockpit.bench.tokenizer import lane_tokenizer, snapshot_dir
+from cockpit.cli.recording import cli_recorder
 from cockpit.cli.report_cmds import depth_charts
 from cockpit.config import Inventory, load_inventory
 from cockpit.errors import EXIT_FAILED, InputError
+from cockpit.history.recorder import recording
 from cockpit.ops import readiness
 from cockpit.ops.events import OpEvent
 from cockpit.ops.interrupt import run_interruptible
@@ -277,7 +279,7 @@ def bench_cmd(
         if inventory is None or plan is None:
             if bench_host != "local":
                 raise InputError("--bench-host needs --recipe and --cluster")
-            return await _watch(bench(req), table)
+            return await _watch(bench(req), table, run_record.observe)
         async with pool_for(inventory) as pool:
             lane_req = req
             model_cache = inventory.model_cache_of(plan.cluster, plan.ranks[0].node)  # the head's
@@ -288,7 +290,7 @@ def bench_cmd(
             # the engine is reached through an SSH forward to the head, as on a real fleet
             local_url = await readiness.base_url(pool, plan)
             if bench_host == "local":
-                return await _watch(bench(lane_req, local_url=local_url), table)
+                return await _watch(bench(lane_req, local_url=local_url), table, run_record.observe)
             remote_tokenizer = str(tokenizer) if tokenizer else snapshot_dir(plan, model_cache)
 
             def source(served: str, scale: float) -> AsyncIterator[OpEvent]:
@@ -299,9 +301,12 @@ def bench_cmd(
                 )  # fmt: skip
                 return remote_events(pool, bench_host, argv)
 
-            return await _watch(bench(lane_req, source=source, local_url=local_url), table)
+            return await _watch(
+                bench(lane_req, source=source, local_url=local_url), table, run_record.observe
+            )
 
-    last = run_interruptible(run())  # SIGTERM/SIGHUP cancel the sweep as Ctrl-C does
+    with cli_recorder() as recorder, recording(recorder) as run_record:
+        last = run_interruptible(run())  # SIGTERM/SIGHUP cancel the sweep as Ctrl-C does
     for result in table.results.values():
         for flag in result.flags:
             console.print(f"[red]{escape(result.spec.label)}[/red]: {escape(flag.message)}")
@@ -318,12 +323,15 @@ def bench_cmd(
             ctx.exit(EXIT_FAILED)
 
 
-async def _watch(events: AsyncIterator[OpEvent], table: LiveTable) -> OpEvent:
+async def _watch(
+    events: AsyncIterator[OpEvent], table: LiveTable, record: Callable[[OpEvent], None]
+) -> OpEvent:
     with Live(table.render(), console=console, refresh_per_second=4, transient=False) as live:
 
         def show(event: OpEvent) -> None:
             table.update(event)
             live.update(table.render())
+            record(event)
 
         return await _consume(events, show)
 

@@ -64,17 +64,19 @@ def exporter(ctx: click.Context, listen: str, allow_remote: bool, reports: Path)
             f"--listen {listen} is not a loopback address: add --allow-remote to serve the "
             "fleet's metrics beyond this host"
         )
+    from cockpit.cli.recording import cli_recorder
     from cockpit.config import load_inventory
     from cockpit.exporter.families import SnapshotCollector
     from cockpit.exporter.serve import export, serving
+    from cockpit.history.recorder import Recorder
     from cockpit.ssh.inventory import pool_for
 
     inventory = load_inventory((ctx.obj or {}).get("inventory"))
     collector = SnapshotCollector()
 
-    async def run() -> None:
+    async def run(recorder: Recorder) -> None:
         async with pool_for(inventory) as pool:
-            await export(inventory, pool, collector, reports)
+            await export(inventory, pool, collector, reports, recorder=recorder)
 
     with contextlib.ExitStack() as stack:
         try:
@@ -82,7 +84,8 @@ def exporter(ctx: click.Context, listen: str, allow_remote: bool, reports: Path)
         except OSError as exc:  # the address is taken or not this host's
             raise InputError(f"--listen {listen}: {exc.strerror or exc}") from None
         click.echo(f"serving http://{listen.rpartition(':')[0]}:{bound}/metrics", err=True)
-        asyncio.run(run())
+        recorder = stack.enter_context(cli_recorder())  # the fleet's figures, in the history
+        asyncio.run(run(recorder))
 
 
 COMMANDS = [exporter]

@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from cockpit import __version__
 from cockpit.cli.guided import GuidedGroup
-from cockpit.errors import CockpitError
+from cockpit.errors import CockpitError, InputError
 from cockpit.redact import shown
 from cockpit.startup import pause_collector, resume_collector
 
@@ -39,9 +39,35 @@ COMMAND_MODULES = {
     "tui": "tui_cmd",
     "logs": "logs_cmd",
     "exporter": "exporter_cmd",
+    "history": "history_cmd",
 }
 OPENS_TUI = {"tui", "demo"}
 """Commands that resume the garbage collector themselves, once their first frame is painted."""
+SIMULATOR = "cockpit_sim"
+"""The simulator's package: a distribution of its own (`sim/` of the repository, cockpit-sim)."""
+
+
+def simulator_missing(cmd_name: str) -> str:
+    """The one line that says what to install when `cmd_name` needs the absent simulator."""
+    return (
+        f"cockpit {cmd_name} needs the simulated fleet, which is not installed: "
+        "pip install -e ./sim in the cockpit checkout (distribution cockpit-sim)"
+    )
+
+
+def _needs_simulator(cmd_name: str) -> click.Command:
+    """`cmd_name` (sim, demo) without the simulator: whatever follows, that one line, exit 2."""
+
+    def refuse() -> None:
+        raise InputError(simulator_missing(cmd_name))
+
+    return click.Command(
+        cmd_name,
+        callback=refuse,
+        short_help="(not installed: pip install -e ./sim)",
+        add_help_option=False,
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    )
 
 
 class LazyGroup(GuidedGroup):
@@ -54,7 +80,13 @@ class LazyGroup(GuidedGroup):
         module_name = COMMAND_MODULES.get(cmd_name)
         if module_name is None:
             return None
-        module = importlib.import_module(f"cockpit.cli.{module_name}")
+        try:
+            module = importlib.import_module(f"cockpit.cli.{module_name}")
+        except ModuleNotFoundError as exc:
+            absent = sys.modules.get(SIMULATOR) is None
+            if not (absent and (exc.name or "").partition(".")[0] == SIMULATOR):
+                raise
+            return _needs_simulator(cmd_name)
         if cmd_name not in OPENS_TUI:
             resume_collector()  # loaded: collect as usual from here on
         return next(c for c in module.COMMANDS if c.name == cmd_name)

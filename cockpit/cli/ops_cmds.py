@@ -27,6 +27,7 @@ from cockpit.ops.interrupt import blocking_call, run_interruptible
 
 if TYPE_CHECKING:
     from cockpit.config import Inventory
+    from cockpit.history.recorder import OpRecording
     from cockpit.ops.context import OpContext
 
 console = Console(highlight=False, soft_wrap=True)
@@ -176,7 +177,11 @@ def _bytes_info(event: ev.Progress) -> str:
     return f"{event.done / 2**20:.1f} MiB{rate}"
 
 
-async def _run(inventory: Inventory, make: Callable[[OpContext], AsyncIterator[ev.OpEvent]]) -> int:
+async def _run(
+    inventory: Inventory,
+    make: Callable[[OpContext], AsyncIterator[ev.OpEvent]],
+    recording: OpRecording,
+) -> int:
     from cockpit.ops.context import OpContext
     from cockpit.ssh.inventory import pool_for  # imported here: `cockpit --help` stays fast
 
@@ -188,7 +193,19 @@ async def _run(inventory: Inventory, make: Callable[[OpContext], AsyncIterator[e
     async with pool_for(inventory) as pool:
         async for event in make(OpContext(inventory, pool)):
             printer.show(event)
+            recording.observe(event)
     return printer.exit_code
+
+
+def _run_recorded(
+    inventory: Inventory, make: Callable[[OpContext], AsyncIterator[ev.OpEvent]]
+) -> int:
+    """Run the operation until it ends or a signal rolls it back, recorded in the history."""
+    from cockpit.cli.recording import cli_recorder
+    from cockpit.history.recorder import recording
+
+    with cli_recorder() as recorder, recording(recorder) as run:
+        return run_interruptible(_run(inventory, make, run))
 
 
 def _exit(code: int) -> None:
@@ -224,12 +241,10 @@ def launch_cmd(
     chosen = inventory.recipe(recipe)
     timing = _timing(boot_timeout, stall_timeout, ready_watch)
     _exit(
-        run_interruptible(
-            _run(
-                inventory,
-                lambda c: launch(c, chosen, cluster, sync_image=sync_image, dry_run=dry_run,
-                                 **timing),
-            )
+        _run_recorded(
+            inventory,
+            lambda c: launch(c, chosen, cluster, sync_image=sync_image, dry_run=dry_run,
+                             **timing),
         )
     )  # fmt: skip
 
@@ -249,7 +264,7 @@ def stop_cmd(ctx: click.Context, lane: str | None, cluster: str | None) -> None:
     from cockpit.ops.stop import stop
 
     inventory = load_inventory(_inventory(ctx))
-    _exit(run_interruptible(_run(inventory, lambda c: stop(c, lane=lane, cluster=cluster))))
+    _exit(_run_recorded(inventory, lambda c: stop(c, lane=lane, cluster=cluster)))
 
 
 @click.command("sync-image")
@@ -263,7 +278,7 @@ def sync_cmd(ctx: click.Context, recipe: str, cluster: str, source: str | None) 
 
     inventory = load_inventory(_inventory(ctx))
     chosen = inventory.recipe(recipe)
-    _exit(run_interruptible(_run(inventory, lambda c: sync_image(c, chosen, cluster, source))))
+    _exit(_run_recorded(inventory, lambda c: sync_image(c, chosen, cluster, source)))
 
 
 NO_ANSWER = (
@@ -312,12 +327,10 @@ def switch_cmd(
             raise InputError(NO_ANSWER) from None
 
     _exit(
-        run_interruptible(
-            _run(
-                inventory,
-                lambda c: switch(c, chosen, cluster, confirm=confirm,
-                                 restore_on_failure=restore_on_failure, **timing),
-            )
+        _run_recorded(
+            inventory,
+            lambda c: switch(c, chosen, cluster, confirm=confirm,
+                             restore_on_failure=restore_on_failure, **timing),
         )
     )  # fmt: skip
 

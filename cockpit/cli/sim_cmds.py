@@ -11,11 +11,11 @@ from rich.console import Console
 from rich.table import Table
 
 from cockpit.cli.guided import GuidedGroup
-from cockpit.sim.fleet import SimFleet, default_dir
-from cockpit.sim.fleet.layout import MAX_NODES
-from cockpit.sim.fleet.realdocker import RealDockerError
-from cockpit.sim.tools.nodestate import NodeState
 from cockpit.tui.operations import LaneTarget
+from cockpit_sim.fleet import SimFleet, default_dir
+from cockpit_sim.fleet.layout import MAX_NODES
+from cockpit_sim.fleet.realdocker import RealDockerError
+from cockpit_sim.tools.nodestate import NodeState
 
 console = Console(highlight=False, soft_wrap=True)
 
@@ -319,7 +319,14 @@ def demo(
         )
         with fleet:
             opening = None if idle else Demo(demo_lane(fleet.inventory_dir, lane))
-            ctx.obj = {**(ctx.obj or {}), "inventory": fleet.inventory_dir, "demo": opening}
+            # the simulation's history stays with it: the operator's own store is left alone
+            history = Path(tmp) / "history.db"
+            ctx.obj = {
+                **(ctx.obj or {}),
+                "inventory": fleet.inventory_dir,
+                "demo": opening,
+                "history": history,
+            }
             # the simulator's own launcher tells the bench how fast the engines' clock runs
             os.environ["COCKPIT_TIME_SCALE"] = repr(speed)
             ctx.invoke(tui)

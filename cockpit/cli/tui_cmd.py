@@ -32,13 +32,18 @@ def run_tui(
     readonly: bool = False,
     reports_dir: Path = Path("reports"),
     demo: Demo | None = None,
+    history: Path | None = None,
 ) -> None:
     """Open the TUI on `inventory`'s fleet until the operator quits (the nodes are probed while
-    Textual loads: `cockpit.tui.launch`)."""
+    Textual loads: `cockpit.tui.launch`); it records into the history store at `history`
+    (default: the user's)."""
+    from cockpit.history.recorder import Recorder
+    from cockpit.paths import tui_settings_file
     from cockpit.tui.launch import fleet_app
-    from cockpit.tui.settings import default_settings_path, load_settings
+    from cockpit.tui.settings import load_settings
 
-    settings = load_settings(default_settings_path())
+    settings = load_settings(tui_settings_file())
+    recorder = Recorder.open(history)
 
     async def main() -> int:
         async with (
@@ -50,6 +55,7 @@ def run_tui(
                 reports_dir=reports_dir,
                 readonly=readonly,
                 demo=demo,
+                recorder=recorder,
             ) as app,
         ):
             ending: list[asyncio.Task[None]] = []
@@ -71,6 +77,7 @@ def run_tui(
                 undo()
                 for cancel in cancels:
                     cancel()
+                await asyncio.to_thread(recorder.close)  # the last buckets, the queue
             return app.return_code or 0
 
     code = asyncio.run(main())
@@ -92,7 +99,13 @@ def tui(ctx: click.Context, readonly: bool, reports: Path) -> None:
     """The interactive cockpit: live fleet panes, lane keys, bench tail (`?` lists the keys)."""
     obj = ctx.obj or {}  # `cockpit demo` puts its fleet's inventory and its opening act here
     inventory = load_inventory(obj.get("inventory"))
-    run_tui(inventory, readonly=readonly, reports_dir=reports, demo=obj.get("demo"))
+    run_tui(
+        inventory,
+        readonly=readonly,
+        reports_dir=reports,
+        demo=obj.get("demo"),
+        history=obj.get("history"),
+    )
 
 
 COMMANDS = [tui]

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import platformdirs
 from pydantic import ValidationError
 
+from cockpit import paths
 from cockpit.assets import asset_dir
 from cockpit.config.clusters import Breakage, load_clusters
 from cockpit.config.models import Cluster, Node, Recipe, SshSettings
@@ -98,7 +98,7 @@ def resolve_inventory_dir(explicit: Path | None) -> Path:
     from_env = os.environ.get("COCKPIT_INVENTORY")
     if from_env:
         return Path(from_env).expanduser()
-    user_config = Path(platformdirs.user_config_dir("cockpit")) / "config.toml"
+    user_config = paths.user_config_file()
     if user_config.is_file():
         configured = read_toml(user_config).data.get("inventory")
         if isinstance(configured, str):

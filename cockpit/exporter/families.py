@@ -147,6 +147,26 @@ def node_families(rows: Sequence[NodeRow]) -> list[Metric]:
             "Memory held by GPU processes (nvidia-smi's compute apps).",
             memory("gpu_apps_mib"),
         ),
+        per_node(
+            "cockpit_node_cpu_busy_ratio",
+            "Share of the host CPU busy (not idle or iowait) between two probe rounds, 0..1.",
+            lambda r: _scaled(r.host.cpu_pct, 0.01) if r.host else None,
+        ),
+        per_node(
+            "cockpit_node_network_receive_bytes_per_second",
+            "Bytes a second received over the node's links (loopback, bridges, veths left out).",
+            lambda r: r.host.rx_bps if r.host else None,
+        ),
+        per_node(
+            "cockpit_node_network_transmit_bytes_per_second",
+            "Bytes a second sent over the node's links (loopback, bridges, veths left out).",
+            lambda r: r.host.tx_bps if r.host else None,
+        ),
+        per_node(
+            "cockpit_node_swap_used_bytes",
+            "Swap in use (SwapTotal - SwapFree).",
+            lambda r: r.host.swap_used_bytes if r.host else None,
+        ),
     ]
 
 

@@ -14,6 +14,7 @@ import math
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, start_http_server
 
@@ -30,7 +31,11 @@ from cockpit.status.model import fleet_status
 from cockpit.status.poller import FleetPoller
 from cockpit.status.probe import Pace
 from cockpit.tui.feeds.fleet import FleetFeed
+from cockpit.tui.state.readings import lane_readings, node_readings
 from cockpit.tui.state.store import Store
+
+if TYPE_CHECKING:
+    from cockpit.history.recorder import Recorder
 
 PUBLISH_S = 1.0
 BENCH_EVERY_S = 30.0  # reports change when a bench ends: minutes apart
@@ -67,9 +72,10 @@ async def export(
     reports_dir: Path,
     pace: Pace | None = None,
     publish_s: float = PUBLISH_S,
+    recorder: Recorder | None = None,
 ) -> None:
     """Follow the fleet and publish a snapshot into `collector` every `publish_s`, until
-    cancelled."""
+    cancelled; the `recorder`, when given, keeps each snapshot's figures in the history."""
     pace = pace or Pace()
     store = Store(inventory)
     loop = asyncio.get_running_loop()
@@ -92,7 +98,10 @@ async def export(
                     bench_at = loop.time()
                 now = time.time()
                 nodes = fleet_status(poller.links(), poller.facts(), (), now, pace.stale_after_s)
-                collector.latest = ExportSnapshot(nodes.rows, store.snapshot(now), bench)
+                fleet = store.snapshot(now)
+                collector.latest = ExportSnapshot(nodes.rows, fleet, bench)
+                if recorder is not None:
+                    recorder.sample(lane_readings(fleet), node_readings(fleet), now)
                 await asyncio.sleep(publish_s)
         finally:
             folding.cancel()

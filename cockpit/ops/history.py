@@ -9,20 +9,13 @@ atomically (`cockpit.atomic`: a writer killed mid-save leaves the previous file 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
-
+from cockpit import paths
 from cockpit.atomic import write_atomic
 
 KEEP = 10
-
-
-def state_dir() -> Path:
-    override = os.environ.get("COCKPIT_STATE_DIR")
-    return Path(override) if override else Path(platformdirs.user_state_dir("cockpit"))
 
 
 def _key(lane: str, cluster: str) -> str:
@@ -37,7 +30,7 @@ class BootHistory:
 
     @classmethod
     def default(cls) -> BootHistory:
-        return cls(state_dir() / "boot-history.json")
+        return cls(paths.boot_history_file())
 
     def _read(self) -> dict[str, list[dict[str, float]]]:
         try:

@@ -1,5 +1,6 @@
 """Async SSH backend: one connection per node, run / stream / forward. Knows nothing of GPUs."""
 
+from cockpit.backoff import Backoff  # the pool spaces its reconnects with it
 from cockpit.ssh.address import Endpoint, NodeAddress, Settings, SshOptions
 from cockpit.ssh.errors import (
     ChannelError,
@@ -9,7 +10,7 @@ from cockpit.ssh.errors import (
     SshError,
 )
 from cockpit.ssh.pool import Command, Result, SshPool, to_shell
-from cockpit.ssh.state import Backoff, Link, NodeState
+from cockpit.ssh.state import Link, NodeState
 from cockpit.ssh.stream import LineStream
 
 __all__ = [

@@ -17,6 +17,7 @@ from typing import Any, Self
 
 import asyncssh
 
+from cockpit.backoff import Backoff
 from cockpit.ssh.address import NodeAddress, Settings, SshOptions
 from cockpit.ssh.errors import (
     ChannelError,
@@ -26,7 +27,7 @@ from cockpit.ssh.errors import (
     SshError,
 )
 from cockpit.ssh.hostkeys import has_recorded_key, known_hosts_path, refusal_message
-from cockpit.ssh.state import Backoff, Link, NodeState
+from cockpit.ssh.state import Link, NodeState
 from cockpit.ssh.stream import LineStream
 
 Command = str | Sequence[str]

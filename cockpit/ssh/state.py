@@ -1,9 +1,12 @@
-"""Per-node link state and the reconnect backoff: pure values the pool updates and views read."""
+"""Per-node link state, its reconnects spaced by `cockpit.backoff`: pure values the pool updates
+and views read."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import StrEnum
+
+from cockpit.backoff import Backoff
 
 
 class Link(StrEnum):
@@ -13,19 +16,6 @@ class Link(StrEnum):
     CONNECTING = "connecting"
     CONNECTED = "connected"
     UNREACHABLE = "unreachable"
-
-
-@dataclass(frozen=True)
-class Backoff:
-    """Exponential reconnect delay: base, 2·base, 4·base ... capped."""
-
-    base: float = 1.0
-    cap: float = 30.0
-
-    def delay(self, failures: int) -> float:
-        if failures <= 0:
-            return 0.0
-        return min(self.cap, self.base * 2 ** (failures - 1))
 
 
 @dataclass(frozen=True)

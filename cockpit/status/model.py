@@ -22,6 +22,7 @@ from cockpit.telemetry.docker_out import (
     lane_of,
 )
 from cockpit.telemetry.gpu import MemoryView, node_memory_view
+from cockpit.telemetry.host import HostLoad, host_load
 
 
 class Health(StrEnum):
@@ -85,6 +86,7 @@ class NodeRow:
     memory: MemoryView | None
     containers: tuple[ContainerView, ...] | None
     failed: tuple[str, ...]  # facts whose tool failed on the node ("ps exit 127")
+    host: HostLoad | None = None  # CPU, links (rates need two slow rounds) and swap
 
 
 @dataclass(frozen=True)
@@ -173,6 +175,13 @@ def node_row(
         memory=node_memory_view(facts.gpus.values(), facts.meminfo, facts.apps),
         containers=containers,
         failed=tuple(f"{tag} exit {code}" for tag, code in sorted(facts.failed.items())),
+        host=host_load(
+            facts.host_before,
+            facts.host_before_at,
+            facts.host,
+            facts.host_at,
+            facts.meminfo.swap_used_bytes if facts.meminfo else None,
+        ),
     )
 
 

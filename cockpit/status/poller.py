@@ -12,13 +12,20 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
+from cockpit.backoff import Backoff
 from cockpit.ssh import Link, NodeState, SshError, SshPool
 from cockpit.ssh.stream import LineStream
 from cockpit.status.probe import NodeFacts, Pace, ProbeParser, probe_script
 
 RETRY_FLOOR_S = 0.5  # pause between two attempts when the pool would try at once
 PROBE_HEALTHY_S = 10.0  # a probe that streamed this long restarts without growing its pause
-PROBE_RETRY_CAP_S = 30.0
+PROBE_BACKOFF = Backoff()
+
+
+def probe_pause(young_deaths: int) -> float:
+    """Seconds before the next probe after this many in a row died young (a long-lived one at
+    once: the floor): a node that cannot keep its probe up is asked ever more slowly."""
+    return max(RETRY_FLOOR_S, PROBE_BACKOFF.delay(young_deaths))
 
 
 class FleetPoller:
@@ -112,7 +119,7 @@ class FleetPoller:
         )
 
     async def _follow(self, node: str) -> None:
-        pause = RETRY_FLOOR_S
+        young_deaths = 0
         while True:
             parser = ProbeParser()
             opened = time.monotonic()
@@ -138,11 +145,10 @@ class FleetPoller:
                 self._streams.pop(node, None)
             self._facts[node] = replace(self._facts[node], probe_error=problem)
             self._changed.set()
-            # a probe that dies young is retried ever more slowly; a long-lived one at once
-            pause = RETRY_FLOOR_S if time.monotonic() - opened > PROBE_HEALTHY_S else pause * 2
-            pause = min(pause, PROBE_RETRY_CAP_S)
+            young = time.monotonic() - opened <= PROBE_HEALTHY_S
+            young_deaths = young_deaths + 1 if young else 0
             wait_link = self._pool.state(node).retry_at - time.monotonic()
-            await self._pause(node, max(wait_link, pause))
+            await self._pause(node, max(wait_link, probe_pause(young_deaths)))
 
     async def _pause(self, node: str, seconds: float) -> None:
         """Wait before the next probe; a node whose link was down and that another user of the

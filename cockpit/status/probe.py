@@ -30,6 +30,7 @@ from cockpit.telemetry.gpu import (
     parse_compute_apps,
     parse_meminfo,
 )
+from cockpit.telemetry.host import HostSample, parse_host
 
 GPU_QUERY = [
     "nvidia-smi",
@@ -103,6 +104,11 @@ own() {{
     printf '%s\t%s\n' "${{f##*/}}" "$l"
   done
 }}
+host() {{
+  local l
+  IFS= read -r l </proc/stat && printf '%s\\n' "$l"
+  while IFS= read -r l; do printf '%s\\n' "$l"; done </proc/net/dev
+}}
 first_gpu() {{
   local l
   IFS= read -r l && printf 'gpu\\t%s\\n' "$l"
@@ -119,6 +125,7 @@ while :; do
   section ps {shlex.join(PS_QUERY)}
   section own own
   section apps {shlex.join(APPS_QUERY)}
+  section host host
   if (( n % {max(pace.images_every, 1)} == 0 )); then section img images; fi
   n=$((n + 1))
   if read -t {pace.slow_s:g} _; then  # a line on stdin: the cockpit asks for a new look now
@@ -201,6 +208,10 @@ class NodeFacts:
     images_at: float | None = None
     ownership: str | None = None  # `name<TAB>content` of the node's locks and lane markers
     ownership_at: float | None = None  # read after the container list of the same round
+    host: HostSample | None = None  # CPU and link counters (`telemetry.host`), and the one
+    host_at: float | None = None
+    host_before: HostSample | None = None  # before it: two samples give the rates
+    host_before_at: float | None = None
     failed: Mapping[str, int] = field(default_factory=dict)
     heard_at: float | None = None
     probe_error: str | None = None  # why the node's probe stream last stopped
@@ -251,6 +262,13 @@ class NodeFacts:
                 changes = {"apps": tuple(parse_compute_apps(text))}
             case Section("own", text, _):
                 changes = {"ownership": text, "ownership_at": now}
+            case Section("host", text, _):
+                changes = {
+                    "host": parse_host(text),
+                    "host_at": now,
+                    "host_before": heard.host,
+                    "host_before_at": heard.host_at,
+                }
             case Section("img", text, _):
                 changes = {"images": tuple(parse_image_inspect(text)), "images_at": now}
             case _:

@@ -91,6 +91,7 @@ class MemInfo:
     total_bytes: int
     available_bytes: int
     free_bytes: int | None
+    swap_used_bytes: int | None = None  # SwapTotal − SwapFree (0 on a node without swap)
 
     @property
     def used_bytes(self) -> int:
@@ -235,6 +236,11 @@ def parse_meminfo(text: str) -> MemInfo | None:
         total_bytes=values["MemTotal"],
         available_bytes=values["MemAvailable"],
         free_bytes=values.get("MemFree"),
+        swap_used_bytes=(
+            max(values["SwapTotal"] - values["SwapFree"], 0)
+            if "SwapTotal" in values and "SwapFree" in values
+            else None
+        ),
     )
 
 

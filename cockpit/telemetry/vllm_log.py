@@ -360,21 +360,22 @@ _COMPILE_START_RE = re.compile(
 )
 _COMPILE_DONE_RE = re.compile(r"Warming up done\.|torch\.compile takes ([\d.]+) s in total")
 _HANG_RE = re.compile(r"No available shared memory broadcast block found in (\d+) second")
-_EXCEPTION_RE = re.compile(
+# the last line of a traceback: `ValueError: …`, `torch.OutOfMemoryError: …`, `KeyboardInterrupt`
+EXCEPTION_RE = re.compile(
     r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit)(?::\s|$)"
 )
-_TIMEOUT_RE = re.compile(r"Watchdog caught collective operation timeout|NCCL timeout")
+TIMEOUT_RE = re.compile(r"Watchdog caught collective operation timeout|NCCL timeout")
 
 
 def _failure(log: LogLine) -> ErrorLine | None:
     msg = log.message.strip()
-    if _TIMEOUT_RE.search(msg):
+    if TIMEOUT_RE.search(msg):
         return ErrorLine("timeout", msg)
     if not msg or log.message[:1].isspace() or log.level in ("DEBUG", "INFO", "WARNING"):
         return None  # traceback frames and source lines are indented; only their ends decide
     if msg.startswith("Traceback (most recent call last)"):
         return ErrorLine("traceback", msg)
-    if _EXCEPTION_RE.match(msg):
+    if EXCEPTION_RE.match(msg):
         return ErrorLine("exception", msg)
     return ErrorLine("error", msg) if log.level in ("ERROR", "CRITICAL") else None
 

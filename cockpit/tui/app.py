@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from textual.app import App, SystemCommand
 from textual.screen import Screen
 
+from cockpit.backoff import Backoff
 from cockpit.config import Inventory
 from cockpit.errors import CockpitError
 from cockpit.tui.feeds import Feed, FollowsContainers, RefreshesNodes
@@ -23,19 +24,21 @@ from cockpit.tui.messages import Facts
 from cockpit.tui.operations import Operations
 from cockpit.tui.screens.main import MainScreen
 from cockpit.tui.settings import TuiSettings, save_theme
-from cockpit.tui.state.inputs import RankOnNode
+from cockpit.tui.state.inputs import OpEnded, OpUpdate, RankOnNode
+from cockpit.tui.state.readings import lane_readings, node_readings
 from cockpit.tui.state.store import Store
 from cockpit.tui.state.views import FleetSnapshot, NodeHealth
 from cockpit.tui.theming import DEFAULT_THEME, THEMES_DIR, load_themes
 
 if TYPE_CHECKING:
+    from cockpit.history.recorder import Recorder
     from cockpit.tui.demo import Demo
 
 TEXTUAL_DUPLICATES = frozenset({"Theme", "Maximize", "Minimize", "Keys"})
 """Textual's own palette entries the cockpit's keys already offer (`t` cycles the cockpit's
 themes and remembers the choice, `m` maximises the pane, `?` lists the keys)."""
-FEED_RETRY_S = 1.0
-FEED_RETRY_CAP_S = 30.0
+FEED_BACKOFF = Backoff()  # between restarts of a feed that keeps failing
+SAMPLE_EVERY_S = 1.0  # the history takes the fleet's figures from a frame at most this often
 _SAVING = threading.Lock()  # serialises the theme saves of the settings worker threads
 
 
@@ -58,6 +61,7 @@ class CockpitApp(App[None]):
         persist_theme: bool = True,
         baselines: Mapping[str, Mapping[tuple[int, int], float]] | None = None,
         demo: Demo | None = None,
+        recorder: Recorder | None = None,
     ) -> None:
         super().__init__()
         self.store = Store(inventory, baselines, settings.slo)
@@ -69,6 +73,9 @@ class CockpitApp(App[None]):
         self.clock = clock
         self.persist_theme = persist_theme
         self.demo = demo
+        self.recorder = recorder  # the history store's; it only queues rows (`cockpit.history`)
+        self._sampled_at = float("-inf")
+        self._history_problem: str | None = None
         # perf_counter() once a frame showing a LIVE node with its GPU and memory is painted
         self.first_useful_frame: float | None = None
         themes = load_themes(*theme_dirs)
@@ -98,14 +105,16 @@ class CockpitApp(App[None]):
 
     async def _pump(self, feed: Feed) -> None:
         """Run a feed for the app's lifetime; a feed that fails is shown and restarted (backoff)."""
-        pause = FEED_RETRY_S
+        failures = 0
         while True:
             try:
                 async for batch in feed.batches():
                     self.post_message(Facts(batch))
-                    pause = FEED_RETRY_S
+                    failures = 0
                 return
             except Exception as exc:  # a bug or an I/O error in a feed must not end the app
+                failures += 1
+                pause = FEED_BACKOFF.delay(failures)
                 why = f"{type(exc).__name__}: {exc}"
                 self.notify(
                     f"{feed.name} feed failed ({why}); retrying in {pause:g}s",
@@ -113,10 +122,15 @@ class CockpitApp(App[None]):
                     timeout=8,
                 )
             await asyncio.sleep(pause)
-            pause = min(pause * 2, FEED_RETRY_CAP_S)
 
     def on_facts(self, message: Facts) -> None:
         self.store.apply_all(message.inputs)
+        if self.recorder is not None:
+            for item in message.inputs:
+                if isinstance(item, OpUpdate):
+                    self.recorder.observe(item.run, item.event)
+                elif isinstance(item, OpEnded):
+                    self.recorder.ended(item.run, item.why)
         screen = self.screen_stack[-1] if self.screen_stack else None  # none left while closing
         if self.first_useful_frame is None and isinstance(screen, MainScreen) and screen.is_mounted:
             screen.flush()  # the first facts go on screen now, not at the next flush tick
@@ -136,7 +150,15 @@ class CockpitApp(App[None]):
 
     def frame_shown(self, snap: FleetSnapshot) -> None:
         """Called when the panes took a snapshot; once one shows a LIVE node with its GPU and
-        memory figures, the time it is painted is `first_useful_frame`."""
+        memory figures, the time it is painted is `first_useful_frame`. The history takes the
+        fleet's figures from it (the snapshot is made for the panes anyway)."""
+        if self.recorder is not None and snap.at - self._sampled_at >= SAMPLE_EVERY_S:
+            self._sampled_at = snap.at
+            self.recorder.sample(lane_readings(snap), node_readings(snap), snap.at)
+            problem = self.recorder.problem
+            if problem and problem != self._history_problem:  # said once, not every second
+                self._history_problem = problem
+                self.notify(f"history: {problem}", severity="warning", timeout=10)
         if self.first_useful_frame is None and any(
             n.health is NodeHealth.LIVE and n.gpu is not None and n.memory is not None
             for n in snap.nodes

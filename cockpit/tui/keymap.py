@@ -63,6 +63,14 @@ MAIN_BINDINGS: list[Binding] = [
         tooltip="Save the log's buffer to a file in logs/",
     ),
     Binding("m", "maximise", "Max", id="maximise", tooltip="Maximise or restore the pane"),
+    Binding(
+        "h",
+        "past",
+        "History",
+        id="history",
+        show=False,
+        tooltip="KV, Engine and Nodes history from the store: last hour, day, week, session",
+    ),
     *(
         Binding(
             str(n),

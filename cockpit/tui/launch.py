@@ -24,6 +24,7 @@ from cockpit.status.poller import FleetPoller
 
 if TYPE_CHECKING:
     from cockpit.config import Inventory
+    from cockpit.history.recorder import Recorder
     from cockpit.ssh import SshPool
     from cockpit.tui.app import CockpitApp
     from cockpit.tui.demo import Demo
@@ -62,6 +63,7 @@ async def fleet_app(
     readonly: bool = False,
     persist_theme: bool = True,
     demo: Demo | None = None,
+    recorder: Recorder | None = None,
 ) -> AsyncIterator[CockpitApp]:
     """The cockpit on `inventory`'s fleet as `cockpit tui` opens it, its probes already running;
     the caller runs it (`run_async`, or `run_test` headless)."""
@@ -80,4 +82,5 @@ async def fleet_app(
             baselines=report_baselines(reports_dir, inventory),
             persist_theme=persist_theme,
             demo=demo,
+            recorder=recorder,
         )

@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import platformdirs
 from pydantic import Field, ValidationError
 
 from cockpit.atomic import write_atomic
@@ -21,12 +20,6 @@ from cockpit.config.problems import pydantic_problems
 from cockpit.config.toml_source import read_toml
 from cockpit.errors import InputError
 from cockpit.telemetry.slo import DEFAULT_SLO, Slo
-
-SETTINGS_FILE = "tui.toml"
-
-
-def default_settings_path() -> Path:
-    return Path(platformdirs.user_config_dir("cockpit")) / SETTINGS_FILE
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from cockpit.sim.engine.text import encode
+from cockpit_sim.engine.text import encode
 
 MODEL = "fake-model"
 

@@ -21,8 +21,8 @@ from cockpit.bench.models import FlagKind, PointResult, PointSpec, SweepPlan
 from cockpit.bench.run import BenchRequest, bench, beyond_context
 from cockpit.bench.sweep import BuiltinDriver, DriverConfig
 from cockpit.errors import InputError
-from cockpit.sim.engine.text import TOKENIZER_DIR
-from cockpit.sim.engine.text import encode as _encode
+from cockpit_sim.engine.text import TOKENIZER_DIR
+from cockpit_sim.engine.text import encode as _encode
 from tests.bench.fake_engine import MODEL, FakeEngine, served
 
 

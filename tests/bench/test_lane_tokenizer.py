@@ -11,8 +11,8 @@ import pytest
 
 from cockpit.bench.artifacts import load_report
 from cockpit.bench.models import FlagKind
-from cockpit.sim.engine.text import TOKENIZER_DIR
-from cockpit.sim.fleet import SimFleet
+from cockpit_sim.engine.text import TOKENIZER_DIR
+from cockpit_sim.fleet import SimFleet
 from tests.real_vllm import cockpit
 
 pytestmark = pytest.mark.slow

@@ -13,12 +13,12 @@ import pytest
 from cockpit.bench.artifacts import load_report
 from cockpit.bench.models import FlagKind, Report
 from cockpit.config import load_inventory
-from cockpit.sim.fleet.realvllm import CLUSTER, RECIPE
 from cockpit.ssh.inventory import pool_for
 from cockpit.telemetry.boot import BootPhase, BootState, advance
 from cockpit.tui.feeds.fleet import FleetFeed
 from cockpit.tui.state import Store
 from cockpit.tui.state.views import EngineView
+from cockpit_sim.fleet.realvllm import CLUSTER, RECIPE
 from tests.real_vllm import RealLane, cockpit
 
 pytestmark = [pytest.mark.slow, pytest.mark.realvllm, pytest.mark.timeout(1800)]

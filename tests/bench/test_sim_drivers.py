@@ -23,9 +23,9 @@ from cockpit.bench.run import BenchRequest, bench
 from cockpit.cli import main
 from cockpit.config import load_inventory
 from cockpit.ops.events import OpEvent
-from cockpit.sim.engine.text import TOKENIZER_DIR
-from cockpit.sim.fleet import SimFleet
 from cockpit.ssh.inventory import pool_for
+from cockpit_sim.engine.text import TOKENIZER_DIR
+from cockpit_sim.fleet import SimFleet
 from tests.bench.conftest import FLASH_SPEED
 from tests.bench.sim_engine import SMALL, SPEEDS, running_engine
 from tests.cli_runner import run_cockpit

@@ -13,7 +13,7 @@ from cockpit.bench.artifacts import load_report
 from cockpit.bench.events import BenchWarning, SweepFinished
 from cockpit.bench.models import PERF_DEPTHS, SWEEP_DEPTHS, Flag, FlagKind, PointSpec, SweepPlan
 from cockpit.bench.run import BenchRequest, bench
-from cockpit.sim.engine.text import TOKENIZER_DIR
+from cockpit_sim.engine.text import TOKENIZER_DIR
 from tests.bench.conftest import FLASH_SPEED
 from tests.bench.sim_engine import SPEEDS
 

@@ -14,6 +14,7 @@ from cockpit.exporter.serve import read_headlines
 from cockpit.status.model import Health, NodeRow
 from cockpit.telemetry.boot import BootState
 from cockpit.telemetry.gpu import MemoryView
+from cockpit.telemetry.host import HostLoad
 from cockpit.telemetry.metrics import Quantiles
 from cockpit.tui.state.inputs import RankOnNode
 from cockpit.tui.state.views import (
@@ -35,6 +36,7 @@ def _row(node: str, health: Health = Health.OK, temp: float | None = 51.0) -> No
         node=node, health=health, detail="", data_age_s=0.4, gpu_name="NVIDIA GB10",
         util_pct=37.0, temp_c=temp, power_w=11.5, sm_mhz=2418.0, mem_mhz=None,
         memory=MemoryView("meminfo", 122572.0, 61286.0, 2048.0), containers=(), failed=(),
+        host=HostLoad(cpu_pct=12.5, rx_bps=2e6, tx_bps=1e6, swap_used_bytes=0),
     )  # fmt: skip
 
 
@@ -91,6 +93,10 @@ def test_node_figures_in_base_units_and_none_for_a_node_that_is_not_ok() -> None
     assert served[("cockpit_node_gpu_sm_clock_hertz", one)] == 2418e6
     assert served[("cockpit_node_memory_total_bytes", one)] == 122572.0 * 1024**2
     assert served[("cockpit_node_memory_used_bytes", one)] == 61286.0 * 1024**2
+    assert served[("cockpit_node_cpu_busy_ratio", one)] == 0.125
+    assert served[("cockpit_node_network_receive_bytes_per_second", one)] == 2e6
+    assert served[("cockpit_node_network_transmit_bytes_per_second", one)] == 1e6
+    assert served[("cockpit_node_swap_used_bytes", one)] == 0
     assert ("cockpit_node_gpu_memory_clock_hertz", one) not in served  # nvidia-smi had none
     down = [k for k in served if ("node", "dgx2") in k[1] and k[0] != "cockpit_node_up"]
     assert down == [("cockpit_node_data_age_seconds", (("node", "dgx2"),))]

@@ -19,8 +19,8 @@ from cockpit.exporter.serve import export, serving
 from cockpit.ops.context import OpContext
 from cockpit.ops.history import BootHistory
 from cockpit.ops.launch import launch
-from cockpit.sim.fleet import SimFleet
 from cockpit.ssh.inventory import pool_for
+from cockpit_sim.fleet import SimFleet
 from tests.ops.conftest import BOOT_TIMEOUT, QWEN, finished, run
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"

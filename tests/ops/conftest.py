@@ -14,8 +14,8 @@ from cockpit.ops.context import OpContext
 from cockpit.ops.events import Finished, OpEvent
 from cockpit.ops.history import BootHistory
 from cockpit.ops.stop import stop
-from cockpit.sim.fleet import SimFleet
 from cockpit.ssh.inventory import pool_for
+from cockpit_sim.fleet import SimFleet
 
 QWEN = "qwen3-0.6b-2x"
 PINNED = "qwen3-0.6b-2x-pinned"

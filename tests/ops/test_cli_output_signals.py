@@ -25,7 +25,7 @@ from cockpit.ops.events import (
     StepStarted,
 )
 from cockpit.ops.interrupt import Interrupted, blocking_call, run_interruptible
-from cockpit.sim.fleet import SimFleet
+from cockpit_sim.fleet import SimFleet
 from tests.ops.conftest import QWEN, containers
 
 

@@ -18,8 +18,8 @@ import pytest
 from cockpit.config import load_inventory
 from cockpit.errors import CockpitError, InputError
 from cockpit.ops.logs import Interleave, RankLog, check_since, pick
-from cockpit.sim.fleet import SimFleet
 from cockpit.telemetry.docker_out import ContainerRow
+from cockpit_sim.fleet import SimFleet
 from tests.ops.conftest import BOOT_TIMEOUT, QWEN
 
 # -- which ranks ---------------------------------------------------------------------------------

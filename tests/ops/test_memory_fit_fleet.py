@@ -13,7 +13,7 @@ from subprocess import CompletedProcess
 
 import pytest
 
-from cockpit.sim.fleet import SimFleet
+from cockpit_sim.fleet import SimFleet
 from tests.ops.conftest import QWEN, containers
 
 FLASH2 = "mimo26-flash-mopd-2x-sparkring"

@@ -29,8 +29,8 @@ from cockpit.ops.locks import LockRecord, NodeLocks, new_record
 from cockpit.ops.stop import stop
 from cockpit.ops.switch import switch
 from cockpit.ops.sync import sync_image
-from cockpit.sim.fleet import SimFleet
 from cockpit.telemetry.boot import BootPhase
+from cockpit_sim.fleet import SimFleet
 from tests.ops.conftest import BOOT_TIMEOUT, PINNED, QWEN, Cockpit, containers, finished, run
 
 

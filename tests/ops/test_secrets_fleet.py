@@ -23,11 +23,11 @@ from cockpit.ops.events import Finished, OpEvent
 from cockpit.ops.history import BootHistory
 from cockpit.ops.launch import launch
 from cockpit.ops.stop import stop
-from cockpit.sim.fleet import SimFleet
 from cockpit.ssh import SshPool
 from cockpit.ssh.inventory import pool_for
 from cockpit.tui.state import RankLines, Store
 from cockpit.tui.state.inputs import OpUpdate
+from cockpit_sim.fleet import SimFleet
 from tests.cli_runner import run_cockpit
 
 LANE = "qwen3-0.6b-2x"
@@ -174,7 +174,7 @@ async def test_the_secrets_appear_in_no_output_no_file_and_no_command_line(
     env_secrets = {k: v for k, v in values.items() if k != "api_key"}
     assert any("docker run" in line and "--env-file" in line for line in sent)
     assert all(_leaks(line, env_secrets) == [] for line in sent)
-    assert any("cockpit.sim.engine" in sample for sample in ps), "ps ran before the boot"
+    assert any("cockpit_sim.engine" in sample for sample in ps), "ps ran before the boot"
     assert all(_leaks(sample, env_secrets) == [] for sample in ps)
     for node in inventory.clusters[CLUSTER].nodes:  # the env files are gone
         env_dir = fleet.node_dir(node) / "home" / ".cockpit" / "env"

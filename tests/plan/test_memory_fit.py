@@ -26,12 +26,12 @@ from cockpit.plan.memory_fit import (
     kv_dtype_bytes,
     kv_layers,
 )
-from cockpit.sim.engine.calibration import for_lane
+from cockpit_sim.engine.calibration import for_lane
 
 ROOT = Path(__file__).resolve().parents[2]
 INVENTORY = load_inventory(ROOT / "recipes")
 SEED = tomllib.loads((ROOT / "tests/sim_engine/seed_measurements.toml").read_text())
-SNAPSHOTS = ROOT / "cockpit/sim/snapshots"
+SNAPSHOTS = ROOT / "sim/cockpit_sim/snapshots"
 
 
 def snapshot(recipe: Recipe) -> tuple[dict[str, Any], int]:

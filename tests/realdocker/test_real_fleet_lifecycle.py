@@ -19,7 +19,7 @@ import pytest
 
 from cockpit.config import load_inventory
 from cockpit.pids import pid_exists
-from cockpit.sim.fleet import SimFleet
+from cockpit_sim.fleet import SimFleet
 from tests.cli_runner import run_cockpit
 from tests.fleet_fixtures import RealDockerTrace
 

@@ -25,9 +25,9 @@ from cockpit.ops.launch import launch
 from cockpit.ops.stop import stop
 from cockpit.ops.switch import switch
 from cockpit.ops.sync import sync_image
-from cockpit.sim.fleet import SimFleet
-from cockpit.sim.fleet.docker_fleet import DockerFleet
 from cockpit.ssh.inventory import pool_for
+from cockpit_sim.fleet import SimFleet
+from cockpit_sim.fleet.docker_fleet import DockerFleet
 from tests.fleet_fixtures import RealDockerTrace, start_fleet
 
 pytestmark = [pytest.mark.realdocker, pytest.mark.slow]

@@ -85,7 +85,7 @@ def start(
         (node_dir / "node.json").write_text(json.dumps(node))
     host, port = host_port or free_address()
     log = node_dir / f"engine-{port}-{time.monotonic_ns()}.log"
-    argv = [sys.executable, "-m", "cockpit.sim.engine", "serve", model, "--host", host]
+    argv = [sys.executable, "-m", "cockpit_sim.engine", "serve", model, "--host", host]
     argv += ["--port", str(port), *extra]
     full_env = os.environ | RECIPE_ENV | (env or {})
     full_env |= {

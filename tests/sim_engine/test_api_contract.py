@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cockpit.sim.engine import text
+from cockpit_sim.engine import text
 from tests.sim_engine.engine_proc import SMALL, EngineProc, start
 
 MML = 4096

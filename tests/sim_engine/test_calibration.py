@@ -1,4 +1,5 @@
-"""The seed's figures reproduced by driving the scheduler like llama-benchy, in virtual time.
+"""The seed's figures reproduced by driving the scheduler like llama-benchy, in virtual time, and
+scoring the requests with the bench's own method (`cockpit.bench.method`, via `virtual_clock`).
 
 One `LaneCalibration` per lane; warm and cold runs differ only in the request shape (context load
 first, or context + prompt as one request).
@@ -10,17 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.sim.engine.args import parse
-from cockpit.sim.engine.boot import BootPlan, boot_seconds
-from cockpit.sim.engine.calibration import LaneCalibration, for_lane
-from cockpit.sim.engine.scheduler import SchedulerConfig, StepResult
-from cockpit.sim.engine.stats import LOG_INTERVAL_S, StatsLog
-from cockpit.sim.engine.virtual_bench import (
-    BenchPoint,
-    VirtualEngine,
-    measure_latency,
-    run_point,
-)
+from cockpit_sim.engine.args import parse
+from cockpit_sim.engine.boot import BootPlan, boot_seconds
+from cockpit_sim.engine.calibration import LaneCalibration, for_lane
+from cockpit_sim.engine.scheduler import SchedulerConfig, StepResult
+from cockpit_sim.engine.stats import LOG_INTERVAL_S, StatsLog
+from tests.sim_engine.virtual_clock import Point, VirtualEngine, measure_latency, run_point
 
 SEED = tomllib.loads((Path(__file__).parent / "seed_measurements.toml").read_text())
 """A copy of shared/reference/seed-measurements.toml (the seed's figures as data)."""
@@ -41,7 +37,7 @@ def bench(
     concurrency: int,
     warm: bool,
     engine: VirtualEngine | None = None,
-) -> BenchPoint:
+) -> Point:
     engine = engine or VirtualEngine(cal, _config(cal))
     latency = measure_latency(engine)
     return run_point(

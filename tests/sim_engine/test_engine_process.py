@@ -12,8 +12,8 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from cockpit.sim.engine import text
-from cockpit.sim.engine.calibration import for_lane
+from cockpit_sim.engine import text
+from cockpit_sim.engine.calibration import for_lane
 from tests.sim_engine.engine_proc import FLASH, SMALL, EngineProc, start
 
 FLASH_ARGS = (

@@ -1,6 +1,6 @@
 """KV block pool: chained-hash prefix hits, LRU eviction of cached blocks, usage."""
 
-from cockpit.sim.engine.kv_pool import KvPool, block_hashes
+from cockpit_sim.engine.kv_pool import KvPool, block_hashes
 
 
 def test_chained_hashes_only_match_the_same_whole_prefix() -> None:

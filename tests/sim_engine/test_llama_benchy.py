@@ -3,7 +3,7 @@
 Offline recipe from shared/reference/formats.md: the book is served from loopback (`--book-url`),
 the coherence check is skipped, the tokenizer is the one shipped with the engine. The client times
 with its own (wall) clock, so its rates are `speed` × the engine's; divided by the speed they land
-near what the virtual bench computes for the same test.
+near what the bench's method computes for the same test on the scheduler in virtual time.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.sim.engine import text
-from cockpit.sim.engine.calibration import for_lane
-from cockpit.sim.engine.scheduler import SchedulerConfig
-from cockpit.sim.engine.virtual_bench import VirtualEngine, measure_latency, run_point
+from cockpit_sim.engine import text
+from cockpit_sim.engine.calibration import for_lane
+from cockpit_sim.engine.scheduler import SchedulerConfig
 from tests.sim_engine.engine_proc import SMALL, EngineProc, free_address, start
+from tests.sim_engine.virtual_clock import VirtualEngine, measure_latency, run_point
 
 pytest.importorskip("llama_benchy")
 SPEED = 4.0
@@ -84,5 +84,5 @@ def test_llama_benchy_runs_against_a_simulated_lane(
         engine, pp=256, tg=32, depth=0, concurrency=1, prefix_caching=True,
         latency=measure_latency(engine), runs=1,
     ).tg_tps  # fmt: skip
-    print(f"llama-benchy tg32 c1 / speed: {measured:.1f} t/s, virtual bench: {expected:.1f} t/s")
+    print(f"llama-benchy tg32 c1 / speed: {measured:.1f} t/s, virtual clock: {expected:.1f} t/s")
     assert abs(measured / expected - 1) < 0.35, (measured, expected)

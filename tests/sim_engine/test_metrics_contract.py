@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from cockpit.sim.engine.calibration import for_lane
-from cockpit.sim.engine.metrics import EngineMetrics, cache_config_info
-from cockpit.sim.engine.scheduler import Request, Scheduler, SchedulerConfig
 from cockpit.telemetry.metrics import parse_metrics
+from cockpit_sim.engine.calibration import for_lane
+from cockpit_sim.engine.metrics import EngineMetrics, cache_config_info
+from cockpit_sim.engine.scheduler import Request, Scheduler, SchedulerConfig
 
 CAPTURES = Path(__file__).parents[1] / "fixtures" / "telemetry" / "vllm-0.32-cpu"
 SPEC_FAMILIES = {

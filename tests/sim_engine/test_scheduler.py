@@ -2,8 +2,8 @@
 
 from dataclasses import replace
 
-from cockpit.sim.engine.calibration import for_lane
-from cockpit.sim.engine.scheduler import Request, Scheduler, SchedulerConfig
+from cockpit_sim.engine.calibration import for_lane
+from cockpit_sim.engine.scheduler import Request, Scheduler, SchedulerConfig
 
 CAL = for_lane("flash", 4)
 

@@ -5,14 +5,14 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.sim.engine import logs, nccl, text
-from cockpit.sim.engine.args import parse, vllm_flags
-from cockpit.sim.engine.boot import BootPlan, after_nccl
-from cockpit.sim.engine.calibration import for_lane
-from cockpit.sim.engine.runtime import build_rank, make_plan
 from cockpit.telemetry import boot as boot_state
 from cockpit.telemetry.nccl_log import summarize_transport
 from cockpit.telemetry.vllm_log import EngineStats, SpecDecodeStats, parse_event
+from cockpit_sim.engine import logs, nccl, text
+from cockpit_sim.engine.args import parse, vllm_flags
+from cockpit_sim.engine.boot import BootPlan, after_nccl
+from cockpit_sim.engine.calibration import for_lane
+from cockpit_sim.engine.runtime import build_rank, make_plan
 
 HERE_ENV = {
     "NCCL_IB_HCA": "rocep1s0f0,roceP2p1s0f0",
@@ -65,8 +65,8 @@ def test_tokenizer_density_is_a_real_models() -> None:
 
 
 def test_provisioned_snapshots_carry_the_engine_tokenizer(tmp_path: Path) -> None:
-    from cockpit.sim.engine.tokenizer.build import FILES
-    from cockpit.sim.fleet.provision import SNAPSHOTS, copy_snapshot
+    from cockpit_sim.engine.tokenizer.build import FILES
+    from cockpit_sim.fleet.provision import SNAPSHOTS, copy_snapshot
 
     trees = sorted(p for p in SNAPSHOTS.glob("*/*") if p.is_dir())
     assert len(trees) == 3

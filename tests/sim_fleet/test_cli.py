@@ -11,9 +11,9 @@ from pathlib import Path
 
 from cockpit.config import load_inventory
 from cockpit.pids import pid_exists
-from cockpit.sim.fleet import SimFleet
-from cockpit.sim.fleet.cleanup import holder_processes
-from cockpit.sim.tools.nodestate import pid_alive
+from cockpit_sim.fleet import SimFleet
+from cockpit_sim.fleet.cleanup import holder_processes
+from cockpit_sim.tools.nodestate import pid_alive
 from tests.cli_runner import run_cockpit
 from tests.sim_fleet.test_rendezvous import container, lane, start
 

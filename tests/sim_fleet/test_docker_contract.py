@@ -32,17 +32,17 @@ from typing import Any
 
 import pytest
 
-from cockpit.sim.fleet import realdocker
-from cockpit.sim.fleet.cleanup import kill_fleet_processes
-from cockpit.sim.fleet.control import PROJECT_RECIPES
-from cockpit.sim.fleet.layout import FleetConfig, FleetLayout
-from cockpit.sim.fleet.meminfo import refresh_meminfo
-from cockpit.sim.fleet.provision import provision
-from cockpit.sim.fleet.realdocker import Dockerd, Registry, import_busybox, write_hook
-from cockpit.sim.tools.dockerinfo import NO_TOOLKIT_FAULT
-from cockpit.sim.tools.node_exec import node_environment
-from cockpit.sim.tools.nodestate import REGISTRY_DOWN, NodeState, new_image, write_json_atomic
 from cockpit.telemetry.docker_out import docker_error, lane_of, parse_ps
+from cockpit_sim.fleet import realdocker
+from cockpit_sim.fleet.cleanup import kill_fleet_processes
+from cockpit_sim.fleet.control import PROJECT_RECIPES
+from cockpit_sim.fleet.layout import FleetConfig, FleetLayout
+from cockpit_sim.fleet.meminfo import refresh_meminfo
+from cockpit_sim.fleet.provision import provision
+from cockpit_sim.fleet.realdocker import Dockerd, Registry, import_busybox, write_hook
+from cockpit_sim.tools.dockerinfo import NO_TOOLKIT_FAULT
+from cockpit_sim.tools.node_exec import node_environment
+from cockpit_sim.tools.nodestate import REGISTRY_DOWN, NodeState, new_image, write_json_atomic
 
 pytestmark = pytest.mark.realdocker
 

@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from cockpit.sim.fleet import SimFleet
-from cockpit.sim.tools.nodestate import GIB, derive_hex, new_image
+from cockpit_sim.fleet import SimFleet
+from cockpit_sim.tools.nodestate import GIB, derive_hex, new_image
 from tests.fleet_fixtures import connect
 
 PLAIN = "sim/plain:1"

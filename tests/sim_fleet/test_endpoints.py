@@ -13,7 +13,7 @@ from pathlib import Path
 import asyncssh
 import pytest
 
-from cockpit.sim.fleet import SimFleet
+from cockpit_sim.fleet import SimFleet
 from tests.fleet_fixtures import connect
 
 
@@ -133,7 +133,7 @@ async def test_faults_and_corrupted_snapshot(
     fleet_factory: Callable[..., SimFleet], tmp_path: Path
 ) -> None:
     from cockpit.config import load_inventory
-    from cockpit.sim.fleet.control import PROJECT_RECIPES
+    from cockpit_sim.fleet.control import PROJECT_RECIPES
 
     model = next(iter(load_inventory(PROJECT_RECIPES).recipes.values())).model
     tree = tmp_path / "snapshots" / model.repo.replace("/", "--") / model.revision

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.sim.fleet import SimFleet
-from cockpit.sim.fleet.layout import MAX_NODES, node_host, node_names, random_subnet
+from cockpit_sim.fleet import SimFleet
+from cockpit_sim.fleet.layout import MAX_NODES, node_host, node_names, random_subnet
 from tests.cli_runner import run_cockpit
 from tests.fleet_fixtures import connect
 

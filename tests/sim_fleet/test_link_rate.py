@@ -6,9 +6,9 @@ import shlex
 import time
 from collections.abc import Callable
 
-from cockpit.sim.fleet import SimFleet
-from cockpit.sim.tools.nodestate import GIB
-from cockpit.sim.tools.ssh_shim import Throttle
+from cockpit_sim.fleet import SimFleet
+from cockpit_sim.tools.nodestate import GIB
+from cockpit_sim.tools.ssh_shim import Throttle
 from tests.fleet_fixtures import connect
 
 

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from cockpit.plan.memory_fit import GB10_MEMORY_GIB
-from cockpit.sim.fleet.meminfo import OS_HELD_GIB, meminfo_path, refresh_meminfo, render_meminfo
 from cockpit.telemetry.gpu import parse_meminfo
+from cockpit_sim.fleet.meminfo import OS_HELD_GIB, meminfo_path, refresh_meminfo, render_meminfo
 
 GIB = 1 << 30
 

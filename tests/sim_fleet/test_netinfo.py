@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from cockpit.sim.fleet.identity import (
+from cockpit_sim.fleet.identity import (
     CX7,
     active_hcas,
     cpuinfo,
@@ -14,7 +14,7 @@ from cockpit.sim.fleet.identity import (
     interfaces,
     lscpu,
 )
-from cockpit.sim.tools.netinfo import UsageError, render_ibdev2netdev, run
+from cockpit_sim.tools.netinfo import UsageError, render_ibdev2netdev, run
 
 NODE = "127.40.7.13"
 ALL = [f.hca for f in CX7]

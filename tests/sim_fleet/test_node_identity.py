@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from cockpit.plan.memory_fit import GB10_MEMORY_GIB
-from cockpit.sim.fleet import SimFleet
-from cockpit.sim.fleet.cleanup import holder_processes
 from cockpit.telemetry.gpu import parse_meminfo
+from cockpit_sim.fleet import SimFleet
+from cockpit_sim.fleet.cleanup import holder_processes
 from tests.fleet_fixtures import connect
 
 FLEETS = [

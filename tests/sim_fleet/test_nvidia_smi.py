@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.sim.fleet import SimFleet
-from cockpit.sim.tools.nvidia_smi import IDLE_C, settle
+from cockpit_sim.fleet import SimFleet
+from cockpit_sim.tools.nvidia_smi import IDLE_C, settle
 from tests.fleet_fixtures import connect
 
 QUERY = "name,memory.total,memory.used,utilization.gpu,power.draw,temperature.gpu,clocks.sm"

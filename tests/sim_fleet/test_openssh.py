@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.sim.fleet import SimFleet
+from cockpit_sim.fleet import SimFleet
 from tests.fleet_fixtures import connect
 from tests.sim_fleet.test_endpoints import group_alive, refuses_a_wrong_host_key, wait_group_gone
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from cockpit.plan.memory_fit import GB10_MEMORY_GIB
-from cockpit.sim.fleet import SimFleet
+from cockpit_sim.fleet import SimFleet
 from tests.fleet_fixtures import connect
 
 COMMANDS = tomllib.loads(

@@ -8,15 +8,15 @@ import tomllib
 from pathlib import Path
 
 from cockpit.config.models import Recipe
-from cockpit.sim.fleet.docker_fleet import gpu_parts
-from cockpit.sim.fleet.lane_images import (
+from cockpit_sim.fleet.docker_fleet import gpu_parts
+from cockpit_sim.fleet.lane_images import (
     LaneImage,
     launcher_files,
     registry_repository,
     rewrite_recipe,
 )
-from cockpit.sim.tools import gpu_hook, runc_clamp
-from cockpit.sim.tools.launchers import PROJECT_ROOT
+from cockpit_sim.tools import gpu_hook, runc_clamp
+from cockpit_sim.tools.launchers import IMPORT_ROOTS
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 
@@ -95,10 +95,10 @@ def test_launchers_follow_the_recipes_entrypoints() -> None:
     assert ". /run/cockpit-sim/node.env" in python and "--gpus all" in python
     script, _ = sparkring["/opt/sparkring/toolchain.py"]
     compile(script, "toolchain.py", "exec")
-    assert 'run_module("cockpit.sim.engine"' in script
+    assert 'run_module("cockpit_sim.engine"' in script
     vllm = launcher_files(["vllm", "serve"])
     assert list(vllm) == ["/usr/bin/vllm"]
-    assert 'exec "$COCKPIT_SIM_PYTHON" -m cockpit.sim.engine "$@"' in vllm["/usr/bin/vllm"][0]
+    assert 'exec "$COCKPIT_SIM_PYTHON" -m cockpit_sim.engine "$@"' in vllm["/usr/bin/vllm"][0]
     assert launcher_files([]) == {}
 
 
@@ -141,7 +141,7 @@ def test_rewritten_recipe_pins_the_built_image_and_keeps_the_rest() -> None:
 def test_gpu_parts_cover_the_interpreter_and_the_sources_without_usr() -> None:
     parts = gpu_parts()
     assert "/usr" not in parts
-    assert any(str(PROJECT_ROOT).startswith(p) for p in parts)
+    assert all(any(root.startswith(p) for p in parts) for root in IMPORT_ROOTS)
     interpreter = Path(sys.executable).resolve()
     assert any(interpreter.is_relative_to(p) for p in parts), (interpreter, parts)
     assert len(parts) == len(set(parts))

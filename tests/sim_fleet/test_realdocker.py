@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.sim.fleet.realdocker import (
+from cockpit_sim.fleet.realdocker import (
     Dockerd,
     RealDockerError,
     Registry,

@@ -16,7 +16,7 @@ import httpx
 
 from cockpit.config import load_inventory
 from cockpit.plan.render import LanePlan, RankCommand, plan_lane
-from cockpit.sim.fleet import SimFleet
+from cockpit_sim.fleet import SimFleet
 from tests.fleet_fixtures import connect
 
 STARTUP = "Application startup complete."

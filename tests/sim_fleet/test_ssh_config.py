@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.sim.fleet import SimFleet
+from cockpit_sim.fleet import SimFleet
 
 FLEETS = [
     pytest.param("sim_fleet", id="asyncssh"),

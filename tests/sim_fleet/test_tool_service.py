@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.sim.fleet import SimFleet
-from cockpit.sim.fleet.toolservice import compiled_frontend, write_frontend
-from cockpit.sim.tools.callproto import SERVICE_GONE, SOCKET_NAME
-from cockpit.sim.tools.frontend import send_request
-from cockpit.sim.tools.launchers import PROJECT_ROOT
+from cockpit_sim.fleet import SimFleet
+from cockpit_sim.fleet.toolservice import compiled_frontend, write_frontend
+from cockpit_sim.tools.callproto import SERVICE_GONE, SOCKET_NAME
+from cockpit_sim.tools.frontend import send_request
+from cockpit_sim.tools.launchers import pythonpath
 from tests.fleet_fixtures import connect
 
 TARGET = "tests.sim_fleet.tool_target"
@@ -60,13 +60,13 @@ class Service:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+        env = {**os.environ, "PYTHONPATH": pythonpath()}
         self.proc = subprocess.Popen(
             [
                 sys.executable,
                 "-S",
                 "-m",
-                "cockpit.sim.tools.service",
+                "cockpit_sim.tools.service",
                 str(self.root / SOCKET_NAME),
                 f"target={TARGET}",
             ],

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.sim.fleet import SimFleet
 from cockpit.ssh import Backoff, Endpoint, HostKeyRejected, Link, NodeUnreachable, Settings, SshPool
+from cockpit_sim.fleet import SimFleet
 from tests.ssh.conftest import LOOPBACK
 from tests.ssh.test_pool import SILENT, StartTcp, _black_hole, _echo, _pid_alive, _wait_gone
 

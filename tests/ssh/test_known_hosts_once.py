@@ -10,8 +10,8 @@ from typing import Any
 import asyncssh
 import pytest
 
-from cockpit.sim.fleet import SimFleet
 from cockpit.ssh import HostKeyRejected, Settings, SshPool
+from cockpit_sim.fleet import SimFleet
 from tests.ssh.test_fleet_backend import endpoints
 
 

@@ -8,8 +8,9 @@ from dataclasses import replace
 
 from rich.console import Console
 
+from cockpit.backoff import Backoff
 from cockpit.redact import remember
-from cockpit.ssh.state import Backoff, NodeState
+from cockpit.ssh.state import NodeState
 from cockpit.status.model import Health, Presence, WantedImage, fleet_status, wanted_images
 from cockpit.status.probe import GpuLine, NodeFacts, ProbeParser, Section
 from cockpit.status.render import status_json, status_renderable

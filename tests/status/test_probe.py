@@ -78,7 +78,7 @@ async def test_probe_script_streams_every_fact_then_dies_with_its_stdin(tmp_path
         proc.stdin.close()  # what a closed SSH channel looks like to the supervisor
         async with asyncio.timeout(5):
             await proc.wait()
-    assert {"gpu", "mem", "ps", "apps", "img"} <= set(tags)
+    assert {"gpu", "mem", "ps", "apps", "host", "img"} <= set(tags)
     assert tags.count("ps") > tags.count("img")  # images at a slower pace
     assert facts.complete and not facts.failed
     assert facts.gpus[0].name == "NVIDIA GB10" and facts.gpus[0].memory_total_mib is None
@@ -86,6 +86,10 @@ async def test_probe_script_streams_every_fact_then_dies_with_its_stdin(tmp_path
     assert facts.containers and facts.containers[0].labels["cockpit.lane"] == "qwen3-0.6b-2x"
     assert facts.images and facts.images[0].repo_digests
     assert [a.process_name for a in facts.apps] == ["VLLM::Worker"]
+    # this machine's own /proc/stat and /proc/net/dev, twice: CPU and link counters to rate
+    assert facts.host is not None and facts.host_before is not None
+    assert facts.host.cpu_total and facts.host.cpu_busy is not None
+    assert facts.host.cpu_total >= facts.host_before.cpu_total  # type: ignore[operator]
 
 
 async def test_a_line_on_its_stdin_makes_the_probe_look_again_at_once(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from cockpit.sim.fleet import SimFleet
 from cockpit.status import FleetPoller, Pace
+from cockpit_sim.fleet import SimFleet
 from tests.ssh.test_fleet_backend import fleet_pool
 
 SLOW = Pace(gpu_ms=200, slow_s=60, images_every=100)  # no second look on its own in this test

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.sim.fleet import SimFleet
 from cockpit.ssh import Backoff
 from cockpit.status import FleetPoller, Health, Pace, fleet_status
+from cockpit_sim.fleet import SimFleet
 from tests.cli_runner import run_cockpit
 from tests.ssh.test_fleet_backend import fleet_pool
 

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from cockpit.sim.fleet import SimFleet
+from cockpit_sim.fleet import SimFleet
 from tests.cli_runner import run_cockpit
 
 SPARKRING = "ghcr.io/fujitsupolycom/sparkring"

@@ -108,7 +108,7 @@ def test_compute_apps(fixture_text):
 
 def test_meminfo(fixture_text):
     info = parse_meminfo(fixture_text("meminfo_gb10.txt"))
-    assert info == MemInfo(125514044 * 1024, 21650128 * 1024, 9873312 * 1024)
+    assert info == MemInfo(125514044 * 1024, 21650128 * 1024, 9873312 * 1024, swap_used_bytes=0)
     assert info.used_bytes == (125514044 - 21650128) * 1024
     assert parse_meminfo("MemTotal: 10 kB\n") is None
     assert parse_meminfo("garbage") is None

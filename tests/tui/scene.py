@@ -18,6 +18,7 @@ from cockpit.config import Inventory, load_inventory
 from cockpit.config.inventory import PROJECT_RECIPES
 from cockpit.ops.events import Finished, Planned, Progress, StepStarted
 from cockpit.telemetry.gpu import node_memory_view, parse_meminfo, parse_query_gpu
+from cockpit.telemetry.host import HostLoad
 from cockpit.telemetry.metrics import parse_metrics
 from cockpit.tui.state.inputs import (
     EngineSampled,
@@ -68,7 +69,16 @@ def node_samples(inv: Inventory) -> list[StoreInput]:
             if not busy:
                 gpu = replace(gpu, power_w=14.0 + i, clock_sm_mhz=208.0)
             at = T0 - (24 - step) * 2.0 - (40 if name == "dgx3" else 0)
-            out.append(NodeSampled(name, at, gpu, memory, ranks, (image,) if busy else ()))
+            # a serving rank's API server and tokenizer keep a core or two busy, its NCCL
+            # traffic crosses the links (bytes a second)
+            host = (
+                HostLoad(9.0 + i, 180e6 + i * 1e6, 176e6 + i * 1e6, 0)
+                if busy
+                else HostLoad(1.0 + i / 10, 2e3, 1.5e3, 0)
+            )
+            out.append(
+                NodeSampled(name, at, gpu, memory, ranks, (image,) if busy else (), host=host)
+            )
     out.append(NodeLost("dgx3", T0 - 1, "connection refused", retry_in_s=8.0))
     out.append(NodeLost("dgx4", T0 - 1, "timed out after 3.0s", retry_in_s=30.0))
     return out

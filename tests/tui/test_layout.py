@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from textual.screen import Screen
 from textual.widgets import DataTable
 
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.keymap import PANE_NAMES
+from cockpit.tui.screens.main import MainScreen
 from cockpit.tui.widgets.nodes import COLUMNS
 from cockpit.tui.widgets.pane_bar import PaneBar
 
@@ -100,3 +102,63 @@ async def test_maximise_fills_the_screen_for_every_pane(
             await pilot.press("m")
             await pilot.pause(0.05)
             assert app.screen.maximized is None
+
+
+async def test_restoring_the_lanes_pane_fits_its_columns_first_so_it_costs_one_layout(
+    make_app: Callable[..., CockpitApp], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Maximised, the Lanes table is fitted to the whole width; restored, it was refitted only
+    after the restore's layout, whose new columns then cost a second and third layout (the
+    press took ~50 % more CPU). It is now refitted to its layout width before the restore."""
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause(0.2)
+        table = app.screen.query_one("#lanes-table", DataTable)
+        table.focus()
+        await pilot.pause(0.2)
+        normal = [c.width for c in table.ordered_columns]
+        await pilot.press("m")
+        await pilot.pause(0.3)
+        assert [c.width for c in table.ordered_columns] != normal  # fitted to the whole width
+        layouts = 0
+        refresh_layout = Screen._refresh_layout
+
+        def counting(screen: Screen, *args: object, **kwargs: object) -> None:
+            nonlocal layouts
+            layouts += 1
+            refresh_layout(screen, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(Screen, "_refresh_layout", counting)
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        screen.action_maximise()
+        assert [c.width for c in table.ordered_columns] == normal  # before any layout
+        await pilot.pause(0.3)
+        assert [c.width for c in table.ordered_columns] == normal
+        assert layouts <= 2  # the restore, and at most one for what the other panes show
+
+
+async def test_the_host_columns_show_whole_when_the_nodes_pane_has_room(
+    make_app: Callable[..., CockpitApp],
+) -> None:
+    """At 160×48 they would not fit beside the GPU's: hidden, not cut; maximised, they show."""
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause(0.2)
+        table = app.screen.query_one("#nodes-table", DataTable)
+        assert len(table.ordered_columns) == len(COLUMNS) - 3
+        widths = [c.get_render_width(table) for c in table.ordered_columns]
+        assert sum(widths) <= table.scrollable_content_region.width
+        table.focus()
+        await pilot.press("m")
+        for _ in range(40):  # the pane refits after the maximised layout
+            await pilot.pause(0.05)
+            if len(table.ordered_columns) == len(COLUMNS):
+                break
+        assert [c.label.plain for c in table.ordered_columns][-3:] == ["cpu", "net ↓ ↑", "swap"]
+        await pilot.press("m")
+        assert len(table.ordered_columns) == len(COLUMNS) - 3  # refitted before the restore
+    async with make_app().run_test(size=(200, 60)) as pilot:
+        await pilot.pause(0.2)
+        table = pilot.app.screen.query_one("#nodes-table", DataTable)
+        assert len(table.ordered_columns) == len(COLUMNS)

@@ -16,10 +16,8 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import Input
 
-from cockpit.assets import SIM_TOKENIZER_DIR
 from cockpit.config import load_inventory
 from cockpit.ops.context import OpContext
-from cockpit.sim.fleet import SimFleet
 from cockpit.ssh.inventory import pool_for
 from cockpit.status.probe import Pace
 from cockpit.tui.app import CockpitApp
@@ -33,6 +31,8 @@ from cockpit.tui.state.views import LogSource
 from cockpit.tui.widgets.lanes import LanesPane
 from cockpit.tui.widgets.logs import LogPane
 from cockpit.tui.widgets.tail import TailLog
+from cockpit_sim.engine.text import TOKENIZER_DIR
+from cockpit_sim.fleet import SimFleet
 
 QWEN = "qwen3-0.6b-2x"
 OTHER = "qwen3-0.6b-2x-b"
@@ -107,7 +107,7 @@ async def test_launch_bench_switch_stop_from_the_keys(
     prepare(fleet)
     inventory = load_inventory(fleet.inventory_dir)
     async with pool_for(inventory) as pool:
-        ops = FleetOperations(OpContext(inventory, pool), tmp_path / "reports", SIM_TOKENIZER_DIR)
+        ops = FleetOperations(OpContext(inventory, pool), tmp_path / "reports", TOKENIZER_DIR)
         feed = FleetFeed(inventory, pool, Pace(gpu_ms=250, slow_s=0.5, images_every=2), 0.5)
         app = CockpitApp(inventory, feeds=[feed], operations=ops,
                          settings=TuiSettings(tmp_path / "tui.toml"))  # fmt: skip
@@ -182,7 +182,7 @@ async def test_the_panes_show_what_runs_through_refusal_switch_crash_and_a_lost_
     inventory = load_inventory(fleet.inventory_dir)
     qwen, other = f"{QWEN}@{CLUSTER}", f"{OTHER}@{CLUSTER}"
     async with pool_for(inventory) as pool:
-        ops = FleetOperations(OpContext(inventory, pool), tmp_path / "reports", SIM_TOKENIZER_DIR)
+        ops = FleetOperations(OpContext(inventory, pool), tmp_path / "reports", TOKENIZER_DIR)
         feed = FleetFeed(inventory, pool, Pace(gpu_ms=250, slow_s=0.5, images_every=2), 0.5)
         app = CockpitApp(inventory, feeds=[feed], operations=ops,
                          settings=TuiSettings(tmp_path / "tui.toml"))  # fmt: skip

@@ -17,12 +17,10 @@ from typing import Any
 
 import pytest
 
-from cockpit.assets import SIM_TOKENIZER_DIR
 from cockpit.config import Inventory, load_inventory
 from cockpit.ops.context import OpContext
 from cockpit.ops.events import Finished
 from cockpit.ops.launch import launch
-from cockpit.sim.fleet import SimFleet
 from cockpit.ssh import SshPool
 from cockpit.ssh.inventory import pool_for
 from cockpit.status.probe import Pace
@@ -33,6 +31,8 @@ from cockpit.tui.settings import TuiSettings
 from cockpit.tui.state import FleetSnapshot, LanePhase, NodeHealth, Store
 from cockpit.tui.widgets.nodes import node_row
 from cockpit.tui.widgets.palette import Palette
+from cockpit_sim.engine.text import TOKENIZER_DIR
+from cockpit_sim.fleet import SimFleet
 from tests.cli_runner import run_cockpit
 from tests.fleet_fixtures import connect
 from tests.tui.test_live_fleet import press_on_lane, until
@@ -62,7 +62,7 @@ def lane_containers(status: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 
 
 def tui(inventory: Inventory, pool: SshPool, tmp_path: Path) -> CockpitApp:
-    ops = FleetOperations(OpContext(inventory, pool), tmp_path / "reports", SIM_TOKENIZER_DIR)
+    ops = FleetOperations(OpContext(inventory, pool), tmp_path / "reports", TOKENIZER_DIR)
     feed = FleetFeed(inventory, pool, PACE, 0.5)
     return CockpitApp(
         inventory, feeds=[feed], operations=ops, settings=TuiSettings(tmp_path / "tui.toml")

@@ -9,6 +9,7 @@ import pytest
 from rich.text import Text
 from textual.widgets import DataTable
 
+from cockpit.telemetry.host import HostLoad
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.screens.main import MainScreen
 from cockpit.tui.state.inputs import NodeSampled, RankOnNode
@@ -57,7 +58,8 @@ async def test_a_repaint_rebuilds_only_the_rows_whose_facts_changed(
         assert [name for name in built if name in live] == ["dgx1"]  # the others: unchanged
 
         colours = palette_of(app)
-        want = {n.name: [t.plain for t in node_row(n, colours)] for n in snap.nodes}
+        shown = len(pane.query_one(DataTable).ordered_columns)  # the host's hidden at 160
+        want = {n.name: [t.plain for t in node_row(n, colours)][:shown] for n in snap.nodes}
         assert table_cells(pane) == want
         assert "99°C" in table_cells(pane)["dgx1"]
 
@@ -75,3 +77,15 @@ def test_a_rank_cell_says_running_orphaned_exited_or_never_started() -> None:
     assert cell(RankOnNode(lane, "c", 1, running=False, exit_code=137)) == f"{lane}/r1 exited (137)"
     never = RankOnNode(lane, "c", 1, running=False, started=False)
     assert cell(never) == f"{lane}/r1 never started"
+
+
+def test_the_host_columns_show_cpu_links_and_swap_once_two_samples_gave_rates() -> None:
+    colours = Palette("green", "yellow", "red", "cyan", "grey50")
+
+    def cells(host: HostLoad | None) -> list[str]:
+        node = NodeView("dgx1", NodeHealth.LIVE, 0.0, None, None, None, (), (), host=host)
+        return [t.plain for t in node_row(node, colours)][-3:]
+
+    assert cells(None) == ["–", "–", "–"]
+    assert cells(HostLoad(12.4, 1.5 * 1024**2, 40 * 1024, 0)) == ["12%", "1.5M 40K", "0"]
+    assert cells(HostLoad(None, None, None, 2 * 1024**3)) == ["–", "–", "2.0G"]

@@ -24,6 +24,37 @@ def test_saving_the_theme_keeps_every_other_line(tmp_path: Path) -> None:
     assert settings.theme == "cockpit-high-contrast" and settings.keymap == {"launch": "ctrl+l"}
 
 
+def test_saving_the_theme_changes_the_theme_and_nothing_else(tmp_path: Path) -> None:
+    """Other tables, comments (one naming a theme), a `theme` key binding and a value holding
+    `theme = <name>` stay byte for byte; only the top-level value changes."""
+    path = tmp_path / "tui.toml"
+    rest = (
+        "\n"
+        "[keymap]\n"
+        'theme = "ctrl+t"   # the key that cycles the theme\n'
+        'launch = "ctrl+l"\n'
+        'quit = "theme = cockpit-light"  # hostile: a value holding the line to replace\n'
+        "\n"
+        "[slo]\n"
+        "ttft_ms = 1500 # theme = cockpit-light\n"
+    )
+    path.write_text(
+        f'# theme = "cockpit-dark" was too dark\ntheme = "cockpit-light" # mine\n{rest}'
+    )
+    save_theme(path, "cockpit-high-contrast")
+    assert path.read_text() == (
+        f'# theme = "cockpit-dark" was too dark\ntheme = "cockpit-high-contrast" # mine\n{rest}'
+    )
+    settings = load_settings(path)
+    assert settings.theme == "cockpit-high-contrast" and settings.keymap["theme"] == "ctrl+t"
+    tables = rest[rest.index("[keymap]") :]
+    path.write_text(tables)  # no top-level theme yet: it goes before the tables, they stay
+    save_theme(path, "cockpit-dark")
+    text = path.read_text()
+    assert text.startswith('theme = "cockpit-dark"\n') and text.endswith(tables)
+    assert load_settings(path).theme == "cockpit-dark"
+
+
 def test_missing_file_means_defaults_and_a_bad_keymap_is_refused(tmp_path: Path) -> None:
     assert load_settings(tmp_path / "none.toml").theme is None
     bad = tmp_path / "tui.toml"

@@ -14,9 +14,7 @@ import pytest
 from rich.text import Text
 from textual.widgets import DataTable
 
-from cockpit.assets import SIM_TOKENIZER_DIR
 from cockpit.config import load_inventory
-from cockpit.sim.fleet import SimFleet
 from cockpit.ssh.inventory import pool_for
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.feeds.fleet import FleetFeed
@@ -26,6 +24,8 @@ from cockpit.tui.screens import main as main_screen
 from cockpit.tui.screens.main import REVEAL_AFTER_S
 from cockpit.tui.settings import TuiSettings
 from cockpit.tui.state import NodeSampled
+from cockpit_sim.engine.text import TOKENIZER_DIR
+from cockpit_sim.fleet import SimFleet
 from tests.tui import scene
 
 
@@ -89,7 +89,7 @@ async def test_fleet_app_probes_before_the_app_runs(
             pool,
             settings,
             reports_dir=tmp_path / "reports",
-            tokenizer_dir=SIM_TOKENIZER_DIR,
+            tokenizer_dir=TOKENIZER_DIR,
             persist_theme=False,
         ) as app,
     ):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -22,6 +23,7 @@ from cockpit.atomic import write_atomic
 from cockpit.bench.load import LoadCount
 from cockpit.bench.models import SweepPlan
 from cockpit.errors import EXIT_REFUSED, CockpitError
+from cockpit.history.past import PastFigures, read_past
 from cockpit.ops.events import Finished, Notice, OpEvent, Planned, Severity, StepFinished
 from cockpit.plan.render import container_name
 from cockpit.startup import resume_collector
@@ -41,6 +43,7 @@ from cockpit.tui.screens.confirm import ConfirmScreen
 from cockpit.tui.screens.details import DetailsScreen
 from cockpit.tui.screens.help import HelpScreen
 from cockpit.tui.state.inputs import OpEnded, OpUpdate, RankOnNode
+from cockpit.tui.state.readings import with_past
 from cockpit.tui.state.views import FleetSnapshot, LaneView, LogSource, lane_key
 from cockpit.tui.widgets.activity import BenchPane, OpsPane
 from cockpit.tui.widgets.engine import KvPane, ThroughputPane
@@ -53,6 +56,8 @@ from cockpit.tui.widgets.pane_bar import PaneBar
 from cockpit.tui.widgets.tail import TailLog
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from cockpit.tui.app import CockpitApp
 
 FLUSH_S = 0.05  # logs and tables repaint at most 20 times a second, however fast facts arrive
@@ -62,6 +67,9 @@ REVEAL_AFTER_S = 1.0  # the later panes' content appears by then even if no node
 PLANNING_NOTICE_S = 0.3  # a lane key whose plan is not ready by then says "planning…"
 OUTCOME_NOTICE_S = 15.0  # a failure or refusal stays on screen this long (a refusal's only trace)
 ADVICE_NOTICE_S = 12.0  # an advisor's hint (the Engine pane's title keeps a lane's while it holds)
+PAST_SPANS = (("1h", 3600.0), ("24h", 86400.0), ("7d", 7 * 86400.0))
+"""What `h` cycles the KV, Engine and Nodes sparklines through, after this session's own."""
+PAST_REFRESH_S = 30.0  # the store's figures are read again this often (10-30 s rows)
 
 
 class MainScreen(Screen[None]):
@@ -83,6 +91,8 @@ class MainScreen(Screen[None]):
         self._fix: Fix | None = None  # what the `fix` key runs after a refusal it can mend
         self._bench_plans: dict[str, SweepPlan] = {}  # lane key → its last plan this session
         self._load_count = LoadCount()  # what the demo's load did since `g` last started it
+        self._past_span: int | None = None  # index in PAST_SPANS; None: this session's series
+        self._past: PastFigures | None = None  # the store's, read off the loop
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -116,6 +126,7 @@ class MainScreen(Screen[None]):
             self.remove_class("-starting")
             self._shown_version = -1
             self.flush()  # before the next layout, as on mount: the tails start at their end
+            self.repaint_soon()  # and after it: content fitted to a width refits to the real one
             resume_collector()  # start-up is over (cockpit.startup)
             demo = self.cockpit.demo
             if demo is not None:  # the demo's opening act: its lane launched, then the load
@@ -139,7 +150,10 @@ class MainScreen(Screen[None]):
         if store.version == self._shown_version and now - self._shown_at < AGE_TICK_S:
             return
         self._shown_version, self._shown_at = store.version, now
-        self.snap = snap = store.snapshot(now)
+        snap = store.snapshot(now)
+        if self._past is not None:  # the sparklines reach back past the session (`h`)
+            snap = with_past(snap, self._past)
+        self.snap = snap
         self.ctx = self._view_context(snap)
         starting = self.has_class("-starting")
         for pane in self.query(Pane):
@@ -619,11 +633,61 @@ class MainScreen(Screen[None]):
         self.query_one(PaneBar).mark(index)
 
     def action_maximise(self) -> None:
-        if self.maximized is not None:
+        if isinstance(self.maximized, Pane):
+            self.maximized.restoring(self.snap, self.ctx)
             self.minimize()
         elif self.focused is not None:
+            pane = next((w for w in self.focused.ancestors_with_self if isinstance(w, Pane)), None)
+            if pane is not None:
+                pane.maximising()
             self.maximize(self.focused)
         self.repaint_soon()
+
+    def action_past(self) -> None:
+        """The KV, Engine and Nodes sparklines over the last hour, day, week (from the history
+        store, read in a thread every PAST_REFRESH_S), then this session's again."""
+        recorder = self.cockpit.recorder
+        if recorder is None:
+            self.notify("history: no history store in this session", timeout=3)
+            return
+        self.workers.cancel_group(self, "past")
+        self._past = None
+        index = 0 if self._past_span is None else self._past_span + 1
+        self._past_span = index if index < len(PAST_SPANS) else None
+        base = "READ-ONLY" if self.cockpit.readonly else self.cockpit.fleet_label
+        if self._past_span is None:
+            self.sub_title = base
+            self.notify("history: this session's", timeout=3)
+        else:
+            label, span = PAST_SPANS[self._past_span]
+            self.sub_title = f"history {label} · {base}"
+            self.notify(f"history: KV, Engine and Nodes over the last {label}", timeout=3)
+            path = recorder.writer.path
+            self.run_worker(self._read_past(path, span), group="past", exit_on_error=False)
+        self._shown_version = -1
+
+    async def _read_past(self, path: Path, span: float) -> None:
+        """Read the store's figures for the followed lane and every node, again every
+        PAST_REFRESH_S or as soon as the followed lane changes, until `h` moves on."""
+        read_for: object = object()  # the followed lane at the last read (none yet)
+        read_at = -PAST_REFRESH_S
+        while True:
+            focus = self.ctx.focus
+            if focus != read_for or time.monotonic() - read_at >= PAST_REFRESH_S:
+                read_for, read_at = focus, time.monotonic()
+                lane = self.snap.lane(focus) if self.snap and focus else None
+                nodes = [n.name for n in self.snap.nodes] if self.snap else []
+                where = (lane.lane, lane.cluster) if lane else None
+                try:
+                    past = await asyncio.to_thread(
+                        read_past, path, where, nodes, self.cockpit.clock(), span
+                    )
+                except CockpitError as exc:
+                    self.notify(f"history: {exc}", severity="error", timeout=OUTCOME_NOTICE_S)
+                    return
+                self._past = past
+                self._shown_version = -1
+            await asyncio.sleep(1.0)
 
     def action_theme(self) -> None:
         name = self.cockpit.cycle_theme()

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from cockpit.ops.events import OpEvent
 from cockpit.telemetry.gpu import GpuSample, MemoryView
+from cockpit.telemetry.host import HostLoad
 from cockpit.telemetry.metrics import EngineMetrics
 
 
@@ -38,6 +39,7 @@ class NodeSampled:
     ranks: tuple[RankOnNode, ...] = ()
     images: tuple[str, ...] | None = None  # recipe image refs present here (None: not known)
     ranks_known: bool = True  # False until the node's container list came: no ranks ≠ none
+    host: HostLoad | None = None  # CPU, links and swap (`telemetry.host`), from the slow round
 
 
 @dataclass(frozen=True)

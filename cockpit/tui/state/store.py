@@ -36,6 +36,7 @@ from cockpit.telemetry.boot import BootPhase, BootState, advance
 from cockpit.telemetry.docker_out import split_time
 from cockpit.telemetry.metrics import EngineMetrics, kv_pool_gib, window
 from cockpit.telemetry.nccl_log import TransportTracker
+from cockpit.telemetry.severity import severity
 from cockpit.telemetry.slo import DEFAULT_SLO, Slo, goodput
 from cockpit.telemetry.vllm_log import routine_access
 from cockpit.tui.state.advisor import Onsets, engine_hints, node_hints
@@ -82,15 +83,6 @@ STALE_AFTER_S = 10.0
 DOWN_AFTER_S = 30.0
 """A node whose probe keeps failing this long is DOWN even while its link still connects."""
 _BOOT_DONE = (BootPhase.READY,)  # after a failure, a more decisive line may still come
-
-
-def _level(raw: str) -> str | None:
-    """The line's severity by substring (vLLM `ERROR`/`WARNING`, NCCL `WARN`); None: info/other."""
-    if "ERROR" in raw or "Traceback" in raw:
-        return "ERROR"
-    if "WARN" in raw:
-        return "WARNING"
-    return None
 
 
 @dataclass
@@ -328,8 +320,9 @@ class Store:
         transport summaries. A fresh stream (a new container, or a re-followed one replaying
         its tail) starts the rank's log, and for the head the lane's boot state, over.
 
-        Per line this is a few substring tests plus the tracker's parse of NCCL lines: a flood of
-        tens of thousands of lines a second must not starve the event loop.
+        Per line this is a few substring tests (`severity` parses only a line holding a level
+        word) plus the tracker's parse of NCCL lines: a flood of tens of thousands of lines a
+        second must not starve the event loop.
         """
         key = lane_key(item.lane, item.cluster)
         source = LogSource(key, item.node, item.rank)
@@ -348,7 +341,7 @@ class Store:
         for raw in item.lines:
             self._seq += 1
             ts, text = split_time(raw)
-            level = _level(text)
+            level = severity(text)
             access = level is None and routine_access(text)
             entry = LogEntry(self._seq, item.node, item.rank, shown(text), level, ts, access)
             if "NCCL " in text:
@@ -563,6 +556,7 @@ class Store:
             util_history=tuple(node.util),
             retry_in_s=lost.retry_in_s if lost else None,
             ranks_known=last.ranks_known if last else False,
+            host=last.host if last else None,
         )
 
     def _lane_slots(self) -> list[tuple[str, str, tuple[str, ...], str | None]]:

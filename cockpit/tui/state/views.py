@@ -10,8 +10,10 @@ from cockpit.errors import EXIT_REFUSED
 from cockpit.ops.ownership import stop_fix
 from cockpit.telemetry.boot import BootState
 from cockpit.telemetry.gpu import GpuSample, MemoryView
+from cockpit.telemetry.host import HostLoad
 from cockpit.telemetry.metrics import Quantiles
 from cockpit.telemetry.nccl_log import RankTransport
+from cockpit.telemetry.severity import Severity
 from cockpit.telemetry.slo import DEFAULT_SLO, Goodput, Slo
 from cockpit.tui.state.inputs import RankOnNode
 
@@ -54,6 +56,7 @@ class NodeView:
     util_history: tuple[float, ...]
     retry_in_s: float | None = None
     ranks_known: bool = True  # its container list came (a first GPU sample comes before it)
+    host: HostLoad | None = None
 
 
 @dataclass(frozen=True)
@@ -156,7 +159,7 @@ class LogEntry(NamedTuple):
     node: str
     rank: int
     text: str  # as the container wrote it (redacted, control characters escaped)
-    level: str | None = None
+    level: Severity | None = None  # `cockpit.telemetry.severity`: what paints and filters it
     ts: str = ""  # docker's RFC 3339 time of the line, "" when the stream had none
     access: bool = False  # a routine access line (`routine_access`): folded by default
 

@@ -39,6 +39,7 @@ class LanesPane(Pane):
     def __init__(self) -> None:
         super().__init__("Lanes", id="lanes")
         self._shown: tuple[tuple[LaneView, ...], str, int] | None = None  # lanes, theme, width
+        self._normal_width = 0  # the table's width in the layout, while the pane is maximised
 
     def compose(self) -> ComposeResult:
         table: DataTable[Text | str] = DataTable(
@@ -60,8 +61,17 @@ class LanesPane(Pane):
         return row_key.value
 
     def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
+        self._fill(snap, self.table.scrollable_content_region.width)
+
+    def maximising(self) -> None:
+        self._normal_width = self.table.scrollable_content_region.width
+
+    def restoring(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
+        self._fill(snap, self._normal_width)
+
+    def _fill(self, snap: FleetSnapshot, width: int) -> None:
+        """The rows, their columns fitted to `width` (`fit_columns`)."""
         table = self.table
-        width = table.scrollable_content_region.width
         shown = (snap.lanes, self.app.theme, width)
         if shown == self._shown:
             return

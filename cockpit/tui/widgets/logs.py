@@ -3,10 +3,11 @@ tail) and the container Log pane."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.events import MouseScrollUp
 from textual.widgets import Input, Static
 
@@ -80,6 +81,10 @@ class LogPane(_TailPane):
     """The selected node/rank's container log, with `/` search (hides other lines), levels, its
     access lines folded (`a` shows them), wrap (`W`) and times (`T`)."""
 
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close_search", show=False, description="Close the search")
+    ]
+
     def __init__(self, access_key: str) -> None:
         """`access_key`: the key that shows the access lines (the title names it)."""
         super().__init__("Log", id="log")
@@ -122,6 +127,14 @@ class LogPane(_TailPane):
         field.display = True
         field.value = self.tail().term
         field.focus()
+
+    def action_close_search(self) -> None:
+        """Escape in the search field: closed, the filter as it was, the keys back to the log
+        (they typed into the field before, so every key after `/` and Escape seemed dead)."""
+        field = self.query_one(Input)
+        if field.display:
+            field.display = False
+            self.tail().focus()
 
     def apply_filter(self, term: str) -> None:
         tail = self.tail()

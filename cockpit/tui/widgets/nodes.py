@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.message import Message
@@ -11,15 +12,20 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
 from cockpit.redact import shown
+from cockpit.telemetry.host import HostLoad, fmt_bytes
 from cockpit.tui.render import num, sparkline
 from cockpit.tui.state.inputs import RankOnNode
 from cockpit.tui.state.views import FleetSnapshot, NodeHealth, NodeView, fmt_duration
 from cockpit.tui.widgets.palette import Palette, palette_of
 from cockpit.tui.widgets.pane import Pane, ViewContext
 
-COLUMNS = ("node", "link", "lane/rank", "gpu", "memory", "temp", "power", "clock", "util history")
+COLUMNS = ("node", "link", "lane/rank", "gpu", "memory", "temp", "power", "clock", "util history",
+           "cpu", "net ↓ ↑", "swap")  # fmt: skip
 """Most needed first: a pane too narrow for every column (a 120-column terminal) cuts the clocks
 and the sparkline, not the memory figure."""
+HOST_COLUMNS = 3
+"""The last three, the host's CPU, links and swap, show whole or not at all: on a wide terminal
+or with the pane maximised (`m`)."""
 SPARK_WIDTH = 12
 DIMMED = (NodeHealth.STALE, NodeHealth.DOWN)  # shown greyed, with the age of their last sample
 
@@ -69,7 +75,7 @@ def row_inputs(node: NodeView) -> tuple[object, ...]:
     dim = node.health in DIMMED
     age = fmt_duration(node.age_s) if dim and node.age_s is not None else None
     return (node.name, node.health, age, node.gpu, node.memory, node.ranks, node.ranks_known,
-            node.util_history)  # fmt: skip
+            node.util_history, node.host)  # fmt: skip
 
 
 def node_row(node: NodeView, colours: Palette) -> tuple[Text, ...]:
@@ -78,7 +84,7 @@ def node_row(node: NodeView, colours: Palette) -> tuple[Text, ...]:
     dim = node.health in DIMMED
     style = colours.muted if dim else ""
     down = node.health is NodeHealth.DOWN
-    gpu, mem = (None, None) if down else (node.gpu, node.memory)
+    gpu, mem, host = (None, None, None) if down else (node.gpu, node.memory, node.host)
     if down:
         ranks = "?"
     elif not node.ranks_known:
@@ -103,8 +109,29 @@ def node_row(node: NodeView, colours: Palette) -> tuple[Text, ...]:
             "" if down else sparkline(node.util_history, SPARK_WIDTH, 0, 100),
             style=style or colours.accent,
         ),
+        Text(num(host.cpu_pct if host else None, 0, "%"), style=style),
+        Text(_net(host), style=style),
+        Text(fmt_bytes(host.swap_used_bytes if host else None), style=style),
     )
     return cells
+
+
+def shown_columns(rows: list[tuple[tuple[str, object], ...]], width: int, padding: int) -> int:
+    """All the columns when the host's fit whole in `width` (or before the first layout), else
+    all but them."""
+    if not width:
+        return len(COLUMNS)
+    need = sum(
+        max([cell_len(label), *(cell_len(cells[i][0]) for cells in rows)]) + 2 * padding
+        for i, label in enumerate(COLUMNS)
+    )
+    return len(COLUMNS) if need <= width else len(COLUMNS) - HOST_COLUMNS
+
+
+def _net(host: HostLoad | None) -> str:
+    if host is None or (host.rx_bps is None and host.tx_bps is None):
+        return "–"
+    return f"{fmt_bytes(host.rx_bps)} {fmt_bytes(host.tx_bps)}"
 
 
 class NodesPane(Pane):
@@ -123,6 +150,7 @@ class NodesPane(Pane):
         """node → the row on screen: at 128 nodes, building every row at each repaint was 39 %
         of the idle TUI's CPU (py-spy), and a repaint changes a few nodes."""
         self._columns: list[ColumnKey] = []
+        self._normal_width = 0  # the table's width in the layout, while the pane is maximised
 
     def compose(self) -> ComposeResult:
         table: DataTable[Text] = DataTable(cursor_type="row", id="nodes-table")
@@ -130,18 +158,37 @@ class NodesPane(Pane):
         yield table
 
     def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
+        self._fill(snap, self.query_one(DataTable).scrollable_content_region.width)
+
+    def maximising(self) -> None:
+        self._normal_width = self.query_one(DataTable).scrollable_content_region.width
+
+    def restoring(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
+        self._fill(snap, self._normal_width)
+
+    def _fill(self, snap: FleetSnapshot, width: int) -> None:
+        """The rows, with the host's columns when they fit in `width` (`shown_columns`)."""
         colours = palette_of(self.app)
         before = self._rows
         rows = {node.name: _row(node, colours, before.get(node.name)) for node in snap.nodes}
         self._rows = rows
-        if {n: r.cells for n, r in rows.items()} == {n: r.cells for n, r in before.items()}:
-            return  # e.g. only the ages of live nodes moved: nothing visible changed
         table = self.query_one(DataTable)
+        count = shown_columns([r.cells for r in rows.values()], width, table.cell_padding)
+        if count < len(self._columns):
+            for key in self._columns[count:]:
+                table.remove_column(key)
+            self._columns = self._columns[:count]
+            before = {}
+        elif count > len(self._columns):
+            self._columns += [table.add_column(label) for label in COLUMNS[len(self._columns) :]]
+            before = {}
+        elif {n: r.cells for n, r in rows.items()} == {n: r.cells for n, r in before.items()}:
+            return  # e.g. only the ages of live nodes moved: nothing visible changed
         if list(rows) == list(before):
             # the same nodes: only the cells that changed (one node's sample changes a few
             # cells; rebuilding the table would measure and lay out every cell again)
             for name, row in rows.items():
-                cells = zip(self._columns, row.texts, before[name].cells, row.cells, strict=True)
+                cells = zip(self._columns, row.texts, before[name].cells, row.cells, strict=False)
                 for column, cell, was, now in cells:
                     if was != now:
                         table.update_cell(name, column, cell, update_width=True)
@@ -149,7 +196,7 @@ class NodesPane(Pane):
             cursor = table.cursor_row
             table.clear()
             for name, row in rows.items():
-                table.add_row(*row.texts, key=name)
+                table.add_row(*row.texts[:count], key=name)
             if table.row_count:
                 table.move_cursor(row=min(cursor, table.row_count - 1), animate=False)
         down = [n.name for n in snap.nodes if n.health in DIMMED]

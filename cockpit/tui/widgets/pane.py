@@ -48,6 +48,13 @@ class Pane(Vertical):
     def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
         raise NotImplementedError
 
+    def maximising(self) -> None:
+        """About to be maximised: a pane whose content is laid out for its width keeps that."""
+
+    def restoring(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
+        """About to be restored: lay the content out for the size it gets back now, so that
+        the restore costs one layout, not one and then another for the new content."""
+
     def retitle(self, title: str | None = None, subtitle: str | None = None) -> None:
         """Set the border texts only when they change (setting one repaints the whole pane)."""
         if title is not None and title != self.border_title:

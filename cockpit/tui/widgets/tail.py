@@ -10,6 +10,7 @@ rendered widget it is); a resize rewraps the buffer.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import OrderedDict
 from collections.abc import Sequence
 from operator import attrgetter
 
@@ -19,28 +20,38 @@ from rich.text import Text
 from textual.events import Resize
 from textual.widgets import Log
 
+from cockpit.telemetry.severity import ERROR, Severity, rank
 from cockpit.tui.keymap import TAIL_BINDINGS
 from cockpit.tui.state.views import LogEntry
 from cockpit.tui.widgets.palette import Palette
 
-LEVELS = ("all", "warn+", "error")
-_RANK = {"WARNING": 2, "ERROR": 3}  # the levels the store gives lines; any other line ranks 1
+LEVELS = ("all", "warn+", "error")  # the filter's choices; index n keeps lines of rank > n
 
 
 class LevelHighlighter(Highlighter):
-    """WARN/ERROR lines in the theme's colours, and the search term reversed."""
+    """The rows of WARNING/ERROR lines in the theme's colours, and the search term reversed.
 
-    def __init__(self) -> None:
+    A row is painted by the level the store gave its line (`cockpit.telemetry.severity`), the
+    one the level filter keeps by, never by words in its text: red is what "error" shows."""
+
+    def __init__(self, rows: int) -> None:
         self.colours: Palette | None = None
         self.term = ""
+        self.rows = rows  # as many as the log holds: older marks belong to rows gone from it
+        self.levels: OrderedDict[str, Severity] = OrderedDict()  # row → its line's level
+
+    def mark(self, rows: list[str], level: Severity) -> None:
+        for row in rows:
+            self.levels[row] = level
+            self.levels.move_to_end(row)
+        while len(self.levels) > self.rows:
+            self.levels.popitem(last=False)
 
     def highlight(self, text: Text) -> None:
         plain = text.plain
-        if self.colours is not None:
-            if " ERROR" in plain or "Error" in plain or "Traceback" in plain:
-                text.stylize(self.colours.error)
-            elif " WARN" in plain:
-                text.stylize(self.colours.warn)
+        level = self.levels.get(plain)
+        if self.colours is not None and level is not None:
+            text.stylize(self.colours.error if level == ERROR else self.colours.warn)
         if self.term:
             lowered, term = plain.lower(), self.term.lower()
             start = lowered.find(term)
@@ -54,7 +65,7 @@ def keep(entry: LogEntry, term: str, level: int, access: bool = False) -> bool:
     routine access lines unless `access`."""
     if entry.access and not access:
         return False
-    if level and _RANK.get(entry.level or "", 1) <= level:  # warn+ keeps 2 and up, error 3
+    if level and rank(entry.level) <= level:  # warn+ keeps rank 2 and up, error 3
         return False
     return not term or term.lower() in entry.text.lower()
 
@@ -83,7 +94,7 @@ class TailLog(Log):
 
     def __init__(self, *, max_lines: int, tag_node: bool, id: str) -> None:
         super().__init__(max_lines=max_lines, highlight=True, id=id)
-        self.highlighter = LevelHighlighter()
+        self.highlighter = LevelHighlighter(max_lines)
         self.tag_node = tag_node
         self.term = ""
         self.level = 0
@@ -102,12 +113,21 @@ class TailLog(Log):
         return f"{clock(entry.ts)} {text}" if self.times else text
 
     def _rows(self, entries: Sequence[LogEntry]) -> list[str]:
-        """What the entries that pass the filter show, as rows."""
-        lines = [self._line(e) for e in entries if keep(e, self.term, self.level, self.access)]
-        if not self.wrapping:
-            return lines
-        self._wrapped_at = width = self._wrap_width()
-        return [row for line in lines for row in wrap(line, width)]
+        """What the entries that pass the filter show, as rows; the rows of a WARNING or ERROR
+        line are marked for the highlighter."""
+        rows: list[str] = []
+        width = 0
+        if self.wrapping:
+            self._wrapped_at = width = self._wrap_width()
+        for entry in entries:
+            if not keep(entry, self.term, self.level, self.access):
+                continue
+            line = self._line(entry)
+            shown = wrap(line, width) if width else [line]
+            if entry.level is not None:
+                self.highlighter.mark(shown, entry.level)
+            rows.extend(shown)
+        return rows
 
     def _wrap_width(self) -> int:
         """The text's width, as if the vertical scrollbar were shown (it comes with the rows)."""
@@ -148,6 +168,7 @@ class TailLog(Log):
         end only from the end: a following tail starts again from the top, so the rows written
         next are scrolled to."""
         self.clear()
+        self.highlighter.levels.clear()
         if self.following:
             self.scroll_to(0, 0, animate=False, immediate=True)
 

@@ -1,0 +1,53 @@
+"""A new user's pass over every key on the smallest terminal: each one answers visibly."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from cockpit.tui.app import CockpitApp
+from cockpit.tui.keymap import MAIN_BINDINGS
+from tests.tui.scripted_ops import ScriptedOperations
+
+QUIET = {"quit", "load", "fix"}
+"""`q` ends the app; `g` exists only in `cockpit demo` and `F` only after a refusal it mends
+(both hidden from the footer, the help and the palette until then)."""
+
+
+async def test_every_key_at_80x24_answers_and_escape_gives_the_keys_back(
+    make_app: Callable[..., CockpitApp], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each key opens a screen, posts a notice, moves the focus or changes what is shown; and
+    after `/` and Escape the next keys reach the cockpit (they typed into the hidden search
+    field before: every key after it seemed dead)."""
+    monkeypatch.chdir(tmp_path)  # ctrl+s saves the log under ./logs
+    app = make_app(operations=ScriptedOperations())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.3)
+        main = app.screen
+        silent = []
+        for binding in MAIN_BINDINGS:
+            if binding.id in QUIET:
+                continue
+            before = (app.export_screenshot(), app.focused, len(app._notifications))
+            await pilot.press(binding.key)
+            await pilot.pause(0.2)
+            answered = (
+                app.screen is not main
+                or app.focused is not before[1]
+                or len(app._notifications) != before[2]
+                or app.export_screenshot() != before[0]
+            )
+            if not answered:
+                silent.append(binding.key)
+            while app.screen is not main:
+                await pilot.press("escape")
+                await pilot.pause(0.1)
+            if binding.id == "search":
+                await pilot.press("escape")  # out of the search field, the filter unchanged
+                await pilot.pause(0.1)
+                assert app.focused is not None and app.focused.id == "log-tail"
+            app.clear_notifications()
+        assert not silent, f"keys with no visible answer at 80×24: {silent}"
