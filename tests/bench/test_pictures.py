@@ -189,6 +189,10 @@ def test_trend_keeps_like_with_like_and_counts_the_rest() -> None:
         "left out 1 report(s) not like the newest: creation stamp '2026-09-30_1' is not a time",
         "left out 1 report(s) not like the newest: cold vs warm prefix",
     ]
+    elsewhere = replace(_scaled(first, "moved", "2026-10-05_000000", 1.0), cluster="dgx12-switch")
+    assert [r.label for r in tr.select([*reports, elsewhere], first.lane).reports] == ["moved"]
+    on_58 = tr.select([*reports, elsewhere], first.lane, "dgx58-switch")
+    assert [r.label for r in on_58.reports] == ["monday", "tuesday"]
     newest_cold = tr.select(reports[:2], first.lane)
     assert [r.label for r in newest_cold.reports] == ["cold"]  # the newest sets the curve
     assert tr.left_out_lines(newest_cold) == [
@@ -248,6 +252,7 @@ def test_report_trend_prints_the_table_and_draws_the_picture(history: Path, tmp_
         (["--lane", "L", "--out", "x.txt"], "error: --out: x.txt is not a picture file"),
         (["--lane", "L", "--reports", "{tmp}/missing"], "error: --reports: "),
         (["--lane", "L", "--depths", "0,32K"], "error: --depths: 32K measured by no comparable"),
+        (["--lane", "L", "--cluster", "nowhere"], "on nowhere (reports there: mimo26-flash-mopd"),
     ],
 )
 def test_report_trend_refuses_bad_input_in_one_line(
