@@ -31,14 +31,14 @@ svg { max-width: 100%; height: auto; }
 """
 
 
-def inline_svg(svg: str) -> str:
+def _inline_svg(svg: str) -> str:
     """The `<svg>` element of an SVG document (its XML prolog and doctype do not belong in
     HTML)."""
     start = svg.find("<svg")
     return svg[start:].strip() if start >= 0 else ""
 
 
-def render_html(markdown: str, title: str, picture: str = "", svg: str = "") -> str:
+def render_html(markdown: str, title: str, picture: str, svg: str) -> str:
     """The page: `markdown` rendered, its image `picture` replaced by `svg` inline (markdown-it is
     imported here: every command that reads a report imports this module, few draw a page)."""
     from markdown_it import MarkdownIt
@@ -52,8 +52,8 @@ def render_html(markdown: str, title: str, picture: str = "", svg: str = "") -> 
         options: Any,
         env: Any,
     ) -> str:
-        if picture and unquote(str(tokens[idx].attrGet("src"))) == picture:
-            return inline_svg(svg)
+        if unquote(str(tokens[idx].attrGet("src"))) == picture:
+            return _inline_svg(svg)
         return renderer.image(tokens, idx, options, env)  # the rule replaced, not the method
 
     md.add_render_rule("image", image)

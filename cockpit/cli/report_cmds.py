@@ -82,7 +82,13 @@ def _depths(ctx: click.Context, param: click.Parameter, value: str | None) -> tu
 @report_group.command(name="trend")
 @click.option("--lane", required=True, help="The lane (its recipe name) as its reports name it.")
 @click.option("--cluster", help="Only its reports on this cluster (default: the newest's).")
-@click.option("--reports", type=click.Path(path_type=Path), default=Path("reports"))
+@click.option(
+    "--reports",
+    type=click.Path(path_type=Path),
+    default=Path("reports"),
+    show_default=True,
+    help="The folder of the reports.",
+)
 @click.option(
     "--depths",
     callback=_depths,
