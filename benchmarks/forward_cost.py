@@ -35,8 +35,8 @@ from cockpit.bench.events import PointFinished  # noqa: E402
 from cockpit.bench.models import PointSpec  # noqa: E402
 from cockpit.bench.sweep import BuiltinDriver  # noqa: E402
 from cockpit.config import load_inventory  # noqa: E402
+from cockpit.events import Finished  # noqa: E402
 from cockpit.ops.context import OpContext  # noqa: E402
-from cockpit.ops.events import Finished  # noqa: E402
 from cockpit.ops.history import BootHistory  # noqa: E402
 from cockpit.ops.launch import launch  # noqa: E402
 from cockpit.ops.readiness import base_url  # noqa: E402

@@ -23,12 +23,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from cockpit.events import Progress  # noqa: E402
 from cockpit.history.downsample import Reading  # noqa: E402
 from cockpit.history.recorder import LANE_SPAN_S, NODE_SPAN_S, Recorder  # noqa: E402
 from cockpit.history.records import LaneSample, NodeSample, OpRow  # noqa: E402
 from cockpit.history.store import HistoryStore  # noqa: E402
 from cockpit.history.writer import Writer  # noqa: E402
-from cockpit.ops.events import Progress  # noqa: E402
 
 DAY_S = 86400
 

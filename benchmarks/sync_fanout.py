@@ -37,8 +37,8 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.results_md import write_section  # noqa: E402
 from cockpit.config import load_inventory  # noqa: E402
 from cockpit.config.models import Recipe  # noqa: E402
+from cockpit.events import Notice, Progress  # noqa: E402
 from cockpit.ops.context import Emit, OpContext, Outcome  # noqa: E402
-from cockpit.ops.events import Notice, Progress  # noqa: E402
 from cockpit.ops.facts import FactsCollector  # noqa: E402
 from cockpit.ops.history import BootHistory  # noqa: E402
 from cockpit.ops.sync import sync_core  # noqa: E402

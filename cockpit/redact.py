@@ -10,7 +10,7 @@ A secret is recognised three ways, so a value slips through none of the outputs:
   inventory is loaded), wherever it appears, e.g. echoed by an engine's log.
 
 Outputs call `shown()` (redacted, then control characters escaped) at their edge: the CLI's
-printers, the operation events (`cockpit.ops.events`), the TUI store's log lines, reports.
+printers, the operation events (`cockpit.events`), the TUI store's log lines, reports.
 """
 
 from __future__ import annotations

@@ -100,3 +100,10 @@ def test_the_headless_users_of_the_tuis_state_import_no_textual() -> None:
     Textual, and so does what they import from the cockpit."""
     headless = ("cockpit.tui.state", "cockpit.tui.feeds", "cockpit.exporter")
     assert offenders(headless, ("textual",)) == {}
+
+
+def test_the_event_vocabulary_is_neutral_and_the_bench_needs_no_operation() -> None:
+    """`cockpit.events` (what operations and the bench yield, what the CLI and the TUI read)
+    imports no layer above it, and the bench reaches no operation module through it."""
+    assert offenders(("cockpit.events",), (*IO_LIBRARIES, "cockpit.ops", "cockpit.tui")) == {}
+    assert offenders(("cockpit.bench",), ("cockpit.ops",)) == {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cockpit.ops.events import Notice, Severity, StepFinished
+from cockpit.events import Notice, Severity, StepFinished
 from cockpit.printable import printable
 from cockpit.redact import REDACTED, is_secret_name, redact, redact_argv, remember, shown
 from cockpit_sim.tools.envfile import EnvFileError, read_env_file

@@ -53,7 +53,7 @@ from cockpit.bench.models import (
 from cockpit.bench.prompts import book_text
 from cockpit.bench.watch import MetricsSampler, Watchdog
 from cockpit.errors import InputError
-from cockpit.ops.events import OpEvent
+from cockpit.events import OpEvent
 
 if TYPE_CHECKING:
     from aiohttp import web

@@ -19,7 +19,7 @@ from cockpit.bench.environment import client_facts
 from cockpit.bench.events import OP, ClientInfo
 from cockpit.bench.models import PointSpec
 from cockpit.bench.watch import MetricsSampler, Watchdog
-from cockpit.ops.events import OpEvent, Planned
+from cockpit.events import OpEvent, Planned
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The bench's event stream, in the style of `cockpit.ops.events` (and built on its base).
+"""The bench's event stream, in the style of `cockpit.events` (and built on its base).
 
 A sweep yields `Planned` (the points), then per point `PointStarted`, `RequestProgress`s,
 `BenchWarning`s and `PointFinished`, and ends with exactly one `SweepFinished` (a `Finished`).
@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from cockpit.bench.models import Flag, HangRecord, PointResult, PointSpec, SweepPlan
-from cockpit.ops.events import Finished, Notice, OpEvent, Planned, Severity
+from cockpit.events import Finished, Notice, OpEvent, Planned, Severity
 
 OP = "bench"
 

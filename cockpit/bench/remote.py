@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Sequence
 
 from cockpit.bench.events import parse_event_line
 from cockpit.bench.models import PointSpec
-from cockpit.ops.events import OpEvent
+from cockpit.events import OpEvent
 from cockpit.ssh import SshPool
 
 

@@ -36,7 +36,7 @@ from cockpit.bench.quality import parse_quality, quality_argv
 from cockpit.bench.sweep import BuiltinDriver
 from cockpit.bench.sweep_plan import beyond_context, nothing_fits
 from cockpit.errors import InputError
-from cockpit.ops.events import OpEvent
+from cockpit.events import OpEvent
 
 CONCURRENCY_SEMANTICS = (
     "c>1 pp and tg are batch totals over all streams (llama-benchy's tg_throughput, what "

@@ -50,7 +50,7 @@ from cockpit.bench.models import (
 )
 from cockpit.bench.prompts import PromptMaker, adapted_sizes
 from cockpit.bench.watch import MetricsSampler, Watchdog
-from cockpit.ops.events import OpEvent
+from cockpit.events import OpEvent
 
 if TYPE_CHECKING:
     import aiohttp

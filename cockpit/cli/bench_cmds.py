@@ -35,9 +35,9 @@ from cockpit.cli.recording import cli_recorder
 from cockpit.cli.report_cmds import depth_charts
 from cockpit.config import Inventory, load_inventory
 from cockpit.errors import EXIT_FAILED, InputError
+from cockpit.events import OpEvent
 from cockpit.history.recorder import recording
 from cockpit.ops import readiness
-from cockpit.ops.events import OpEvent
 from cockpit.ops.interrupt import run_interruptible
 from cockpit.plan import LanePlan, plan_lane
 from cockpit.ssh.inventory import pool_for

@@ -20,9 +20,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from cockpit import events as ev
 from cockpit.config import load_inventory
 from cockpit.errors import InputError
-from cockpit.ops import events as ev
 from cockpit.ops.interrupt import blocking_call, run_interruptible
 
 if TYPE_CHECKING:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cockpit.errors import EXIT_REFUSED, CockpitError, InputError
+from cockpit.events import Finished, OpEvent, StepFinished, StepStarted
 from cockpit.history.downsample import Bucket, Downsampler, Reading
 from cockpit.history.records import (
     CANCELLED,
@@ -39,7 +40,6 @@ from cockpit.history.records import (
 )
 from cockpit.history.settings import retention_days
 from cockpit.history.writer import Writer
-from cockpit.ops.events import Finished, OpEvent, StepFinished, StepStarted
 
 LANE_SPAN_S = 10.0
 NODE_SPAN_S = 30.0

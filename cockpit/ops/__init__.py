@@ -1,4 +1,4 @@
-"""Lane operations: async generators of typed events (`cockpit.ops.events`).
+"""Lane operations: async generators of typed events (`cockpit.events`).
 
 - `cockpit.ops.launch.launch(ctx, recipe, cluster, *, sync_image, dry_run, boot_timeout_s,
   stall_timeout_s, ready_watch_s)`
@@ -8,5 +8,5 @@
   previous=None, …)` and `cockpit.ops.switch.restore(ctx, lanes)` (what a failed switch replaced)
 
 with `ctx = cockpit.ops.context.OpContext(inventory, pool)`. Nothing is imported here: importing
-`cockpit.ops.events` (as the TUI and bench do) must not pay for asyncssh and httpx.
+`cockpit.events` (as the TUI and bench do) must not pay for asyncssh and httpx.
 """

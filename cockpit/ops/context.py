@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from cockpit.config import Inventory
 from cockpit.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED
-from cockpit.ops.events import (
+from cockpit.events import (
     Finished,
     Notice,
     OpEvent,

@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 
 from cockpit.config.models import Recipe
 from cockpit.errors import InputError
+from cockpit.events import OpEvent
 from cockpit.ops.context import Emit, OpContext, OpLocks, Outcome
-from cockpit.ops.events import OpEvent
 from cockpit.ops.facts import FactsCollector
 from cockpit.ops.history import eta_seconds
 from cockpit.ops.locks import LockRecord

@@ -13,8 +13,8 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 
 from cockpit.errors import InputError
+from cockpit.events import OpEvent
 from cockpit.ops.context import Emit, OpContext, OpLocks, Outcome
-from cockpit.ops.events import OpEvent
 from cockpit.ops.ownership import remove_markers_command
 from cockpit.ssh import SshError
 from cockpit.status.probe import APPS_QUERY

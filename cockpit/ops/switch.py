@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from cockpit.config import Inventory
 from cockpit.config.models import Recipe
 from cockpit.errors import InputError
+from cockpit.events import OpEvent, Planned
 from cockpit.ops.context import Emit, OpContext, OpLocks, Outcome
-from cockpit.ops.events import OpEvent, Planned
 from cockpit.ops.facts import FactsCollector
 from cockpit.ops.launch import READY_WATCH_S, STALL_TIMEOUT_S, Timing, launch_core
 from cockpit.ops.locks import LockRecord

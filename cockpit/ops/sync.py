@@ -14,8 +14,8 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 
 from cockpit.config.models import Recipe
 from cockpit.errors import InputError
+from cockpit.events import OpEvent
 from cockpit.ops.context import Emit, OpContext, OpLocks, Outcome
-from cockpit.ops.events import OpEvent
 from cockpit.ops.facts import FactsCollector, NodeFacts
 from cockpit.ops.sync_plan import SyncPlan, parse_hop_line, plan_sync, relay_command
 from cockpit.ssh import SshError

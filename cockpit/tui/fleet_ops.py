@@ -15,8 +15,8 @@ from cockpit.bench import artifacts
 from cockpit.bench.likeness import WARM, Likeness
 from cockpit.bench.models import SweepPlan
 from cockpit.errors import InputError
+from cockpit.events import Finished, OpEvent, Planned
 from cockpit.ops.context import OpContext
-from cockpit.ops.events import Finished, OpEvent, Planned
 from cockpit.plan import LanePlan, plan_lane
 from cockpit.tui.operations import LaneTarget
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from cockpit.errors import EXIT_REFUSED
-from cockpit.ops.events import Finished, OpEvent, Planned
+from cockpit.events import Finished, OpEvent, Planned
 from cockpit.tui.state.views import LaneView
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from cockpit.bench.remote import remote_argv, remote_events
 from cockpit.bench.run import BenchRequest, bench
 from cockpit.cli import main
 from cockpit.config import load_inventory
-from cockpit.ops.events import OpEvent
+from cockpit.events import OpEvent
 from cockpit.ssh.inventory import pool_for
 from cockpit_sim.engine.text import TOKENIZER_DIR
 from cockpit_sim.fleet import SimFleet

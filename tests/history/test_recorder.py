@@ -10,11 +10,11 @@ import pytest
 from cockpit.bench import artifacts
 from cockpit.bench.events import SweepFinished
 from cockpit.errors import InputError
+from cockpit.events import Finished, OpEvent, Planned, StepFinished, StepStarted
 from cockpit.history.downsample import Reading
 from cockpit.history.recorder import Recorder, recording
 from cockpit.history.store import HistoryStore
 from cockpit.history.writer import Writer
-from cockpit.ops.events import Finished, OpEvent, Planned, StepFinished, StepStarted
 from cockpit.ops.interrupt import Interrupted
 from tests.bench.test_reports import _report
 

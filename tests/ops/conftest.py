@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from cockpit.config import Inventory, load_inventory
+from cockpit.events import Finished, OpEvent
 from cockpit.ops.context import OpContext
-from cockpit.ops.events import Finished, OpEvent
 from cockpit.ops.history import BootHistory
 from cockpit.ops.stop import stop
 from cockpit.ssh.inventory import pool_for

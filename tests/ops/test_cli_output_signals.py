@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from cockpit.cli.ops_cmds import PlainPrinter
-from cockpit.ops.events import (
+from cockpit.events import (
     Finished,
     Notice,
     Planned,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import httpx
 
-from cockpit.ops.events import Notice, OpEvent, Planned, StepFinished, StepStarted
+from cockpit.events import Notice, OpEvent, Planned, StepFinished, StepStarted
 from cockpit.ops.launch import launch
 from cockpit.ops.switch import Served, restore, switch
 from tests.ops.conftest import BOOT_TIMEOUT, PINNED, QWEN, Cockpit, containers, finished, run

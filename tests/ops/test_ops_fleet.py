@@ -16,7 +16,7 @@ from subprocess import CompletedProcess
 import httpx
 
 from cockpit.cli.ops_cmds import NO_ANSWER
-from cockpit.ops.events import (
+from cockpit.events import (
     Notice,
     OpEvent,
     Planned,

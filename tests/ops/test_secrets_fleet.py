@@ -18,8 +18,8 @@ from rich.console import Console
 
 from cockpit.cli.ops_cmds import EventPrinter
 from cockpit.config import load_inventory
+from cockpit.events import Finished, OpEvent
 from cockpit.ops.context import OpContext
-from cockpit.ops.events import Finished, OpEvent
 from cockpit.ops.history import BootHistory
 from cockpit.ops.launch import launch
 from cockpit.ops.stop import stop

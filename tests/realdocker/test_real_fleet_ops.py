@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from cockpit.config import load_inventory
+from cockpit.events import Finished, OpEvent, Progress, StepFinished
 from cockpit.ops.context import OpContext
-from cockpit.ops.events import Finished, OpEvent, Progress, StepFinished
 from cockpit.ops.history import BootHistory
 from cockpit.ops.launch import launch
 from cockpit.ops.stop import stop

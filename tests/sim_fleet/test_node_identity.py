@@ -35,7 +35,8 @@ GIB = 1 << 30
 IDENTITY = (
     "hostname; cat /etc/hostname; uname -n; uname -m; cat /etc/machine-id; "
     "cat /proc/sys/kernel/random/boot_id; grep -c ^processor /proc/cpuinfo; "
-    "free -b | awk '/^Mem:/ {print $2}'; ls /sys/class/infiniband | tr '\\n' ' '; echo; pwd"
+    "free -b | awk '/^Mem:/ {print $2}'; ls /sys/class/infiniband | tr '\\n' ' '; echo; pwd; "
+    "grep -c '^cpu[0-9]' /proc/stat"
 )
 
 
@@ -52,9 +53,9 @@ async def identity(fleet: SimFleet, node: str) -> list[str]:
 async def test_each_node_is_a_gb10_of_its_own(fleet: SimFleet) -> None:
     seen = {n: await identity(fleet, n) for n in ("dgx1", "dgx2")}
     for node, lines in seen.items():
-        name, etc_name, uname_n, machine, machine_id, boot_id, cpus, mem, ib, cwd = lines
+        name, etc_name, uname_n, machine, machine_id, boot_id, cpus, mem, ib, cwd, stat = lines
         assert name == etc_name == uname_n == node
-        assert machine == "aarch64" and cpus == "20"
+        assert machine == "aarch64" and cpus == "20" and stat == "20"  # /proc/stat's cores too
         assert abs(int(mem) / GIB - GB10_MEMORY_GIB) < 0.01, mem
         assert ib.split() == sorted(json.loads(
             (fleet.node_dir(node) / "node.json").read_text())["hcas"]), "its RDMA devices"  # fmt: skip

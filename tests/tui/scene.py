@@ -16,7 +16,7 @@ from cockpit.bench.method import PhaseStats, Stat
 from cockpit.bench.models import Flag, FlagKind, PointResult, PointSpec
 from cockpit.config import Inventory, load_inventory
 from cockpit.config.inventory import PROJECT_RECIPES
-from cockpit.ops.events import Finished, Planned, Progress, StepStarted
+from cockpit.events import Finished, Planned, Progress, StepStarted
 from cockpit.telemetry.gpu import node_memory_view, parse_meminfo, parse_query_gpu
 from cockpit.telemetry.host import HostLoad
 from cockpit.telemetry.metrics import parse_metrics

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from cockpit.bench.events import SweepPlanned
 from cockpit.bench.models import SweepPlan
-from cockpit.ops.events import Finished, OpEvent, Planned, Progress, StepFinished, StepStarted
+from cockpit.events import Finished, OpEvent, Planned, Progress, StepFinished, StepStarted
 from cockpit.tui.operations import LaneTarget
 
 Script = Callable[[LaneTarget], list[OpEvent]]

@@ -13,8 +13,8 @@ from cockpit.bench.events import SweepPlanned
 from cockpit.bench.models import Environment, Report, SweepPlan
 from cockpit.config.inventory import PROJECT_RECIPES, load_inventory
 from cockpit.errors import EXIT_REFUSED, InputError
+from cockpit.events import Finished, OpEvent
 from cockpit.ops.context import OpContext
-from cockpit.ops.events import Finished, OpEvent
 from cockpit.ssh import SshPool
 from cockpit.tui.fleet_ops import FleetOperations
 from cockpit.tui.operations import LaneTarget

@@ -8,7 +8,7 @@ from textual.widgets import Button, Static
 from textual.widgets._footer import FooterKey
 
 from cockpit.errors import EXIT_REFUSED
-from cockpit.ops.events import Finished, Notice, OpEvent, Severity
+from cockpit.events import Finished, Notice, OpEvent, Severity
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.operations import Fix, LaneTarget, fix_for
 from cockpit.tui.screens.confirm import ConfirmScreen

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from cockpit.config import Inventory, load_inventory
+from cockpit.events import Finished
 from cockpit.ops.context import OpContext
-from cockpit.ops.events import Finished
 from cockpit.ops.launch import launch
 from cockpit.ssh import SshPool
 from cockpit.ssh.inventory import pool_for

@@ -7,7 +7,7 @@ import signal
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
-from cockpit.ops.events import Finished, OpEvent, Planned
+from cockpit.events import Finished, OpEvent, Planned
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.operations import LaneTarget
 from cockpit.tui.screens.confirm import ConfirmScreen

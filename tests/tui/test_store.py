@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from cockpit.ops.events import (
+from cockpit.events import (
     Finished,
     Notice,
     Planned,

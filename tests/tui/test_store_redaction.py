@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cockpit.bench.events import BenchWarning, PointFinished, event_line, parse_event_line
 from cockpit.bench.models import Flag, FlagKind, HangRecord, PointResult, PointSpec
-from cockpit.ops.events import Planned
+from cockpit.events import Planned
 from cockpit.tui.state import LanePhase, RankLines, Store
 from cockpit.tui.state.inputs import OpUpdate
 from tests.tui import scene

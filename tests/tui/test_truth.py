@@ -15,7 +15,7 @@ from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import DataTable
 
-from cockpit.ops.events import (
+from cockpit.events import (
     Finished,
     Notice,
     OpEvent,

@@ -11,7 +11,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from cockpit.ops.events import Planned
+from cockpit.events import Planned
 
 
 def plan_text(planned: Planned) -> Text:

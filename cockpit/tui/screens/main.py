@@ -23,8 +23,8 @@ from cockpit.atomic import write_atomic
 from cockpit.bench.load import LoadCount
 from cockpit.bench.models import SweepPlan
 from cockpit.errors import EXIT_REFUSED, CockpitError
+from cockpit.events import Finished, Notice, OpEvent, Planned, Severity, StepFinished
 from cockpit.history.past import PastFigures, read_past
-from cockpit.ops.events import Finished, Notice, OpEvent, Planned, Severity, StepFinished
 from cockpit.plan.render import container_name
 from cockpit.startup import resume_collector
 from cockpit.tui.demo import load_while_serving

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cockpit.ops.events import OpEvent
+from cockpit.events import OpEvent
 from cockpit.telemetry.gpu import GpuSample, MemoryView
 from cockpit.telemetry.host import HostLoad
 from cockpit.telemetry.metrics import EngineMetrics

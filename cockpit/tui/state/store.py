@@ -20,7 +20,7 @@ from cockpit.bench.events import BenchWarning, PointFinished, PointStarted, Swee
 from cockpit.bench.models import SweepPlan, depth_label
 from cockpit.config import Inventory
 from cockpit.errors import EXIT_REFUSED, CockpitError
-from cockpit.ops.events import (
+from cockpit.events import (
     Finished,
     Notice,
     OpEvent,

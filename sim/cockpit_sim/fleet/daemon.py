@@ -30,6 +30,7 @@ from cockpit_sim.fleet.lane_images import LaneImage
 from cockpit_sim.fleet.layout import FleetConfig, FleetLayout, node_host, node_names
 from cockpit_sim.fleet.meminfo import refresh_meminfo
 from cockpit_sim.fleet.namespaces import NodeNamespaces
+from cockpit_sim.fleet.procstat import BOOT_JIFFIES, USER_HZ, CpuCounters, refresh_stat
 from cockpit_sim.fleet.provision import image_specs, node_env, provision, write_inventory
 from cockpit_sim.fleet.sshd import OpensshEndpoint
 from cockpit_sim.fleet.toolservice import ToolService
@@ -70,6 +71,8 @@ class FleetDaemon:
         self.layout = FleetLayout(root)
         self.config = FleetConfig.load(self.layout.config)
         self.names = node_names(self.config.nodes)
+        self.cpu: dict[str, CpuCounters] = {}  # each node's CPU counters (its /proc/stat)
+        self.boot_time = int(time.time() - BOOT_JIFFIES / USER_HZ)
         self.endpoints: dict[str, Endpoint] = {}
         self.generation = 0
         self.docker = DockerFleet(self.layout, self.names) if self.config.docker == "real" else None
@@ -150,13 +153,17 @@ class FleetDaemon:
         await asyncio.gather(*(e.stop() for e in self.endpoints.values()), return_exceptions=True)
 
     def refresh_meminfo(self) -> None:
+        """Every node's /proc/meminfo and /proc/stat, from its engine's load now."""
         now = time.time()
         for name in self.names:
-            refresh_meminfo(self.layout.node_dir(name), now)
+            node_dir = self.layout.node_dir(name)
+            refresh_meminfo(node_dir, now)
+            cpu = self.cpu.setdefault(name, CpuCounters())
+            refresh_stat(node_dir, cpu, now, self.boot_time)
 
     async def keep_nodes(self) -> None:
-        """Every node's /proc/meminfo follows its engine (see `cockpit_sim.fleet.meminfo`); a
-        node whose namespace holder died gets a new one."""
+        """Every node's /proc/meminfo and /proc/stat follow its engine (`cockpit_sim.fleet.meminfo`,
+        `procstat`); a node whose namespace holder died gets a new one."""
         while True:
             await asyncio.sleep(MEMINFO_EVERY_S)
             self.refresh_meminfo()

@@ -45,7 +45,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cockpit_sim.fleet.meminfo import meminfo_path
+from cockpit_sim.fleet.meminfo import meminfo_path, stat_path
 from cockpit_sim.tools.launchers import IMPORT_ROOTS
 from cockpit_sim.tools.netinfo import render_ibdev2netdev
 
@@ -330,6 +330,7 @@ def mounts(node_dir: Path) -> str:
     sysclass = _overlay_path(root / "sys" / "class")
     entries = [
         (str(meminfo_path(node_dir)), "/proc/meminfo", "none", "bind"),
+        (str(stat_path(node_dir)), "/proc/stat", "none", "bind"),
         (str(root / "cpuinfo"), "/proc/cpuinfo", "none", "bind"),
         (str(root / "boot_id"), "/proc/sys/kernel/random/boot_id", "none", "bind"),
         (str(root / "machine-id"), "/etc/machine-id", "none", "bind"),

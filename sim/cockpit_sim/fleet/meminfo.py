@@ -27,6 +27,11 @@ def meminfo_path(node_dir: Path) -> Path:
     return node_dir / "proc" / "meminfo"
 
 
+def stat_path(node_dir: Path) -> Path:
+    """The node's /proc/stat (`cockpit_sim.fleet.procstat` keeps it)."""
+    return node_dir / "proc" / "stat"
+
+
 def render_meminfo(engine_bytes: int, total_bytes: int = int(GB10_MEMORY_GIB * GIB)) -> str:
     """/proc/meminfo's leading lines (kB, as the kernel prints them) for this much engine use."""
     held = min(total_bytes, engine_bytes + int(OS_HELD_GIB * GIB))
@@ -49,12 +54,16 @@ def render_meminfo(engine_bytes: int, total_bytes: int = int(GB10_MEMORY_GIB * G
 
 
 def refresh_meminfo(node_dir: Path, now: float) -> None:
-    """Rewrite the node's meminfo from its engine's current load, when it changed: in place, in
-    one write (a reader racing it may see the new lines and a stale tail for an instant)."""
+    """Rewrite the node's meminfo from its engine's current load, when it changed."""
     load = read_load(node_dir, now)
     used_mib = int(load.get("mem_used_mib", 0) or 0)
-    data = render_meminfo(used_mib * 1024 * 1024).encode()
-    path = meminfo_path(node_dir)
+    rewrite_in_place(meminfo_path(node_dir), render_meminfo(used_mib * 1024 * 1024).encode())
+
+
+def rewrite_in_place(path: Path, data: bytes) -> None:
+    """`data` into `path` in place, in one write, when it differs (a bind mount holds the inode:
+    a rename would leave the node reading the old file; a reader racing the write may see the
+    new lines and a stale tail for an instant)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
