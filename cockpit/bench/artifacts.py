@@ -1,4 +1,7 @@
-"""Report files: `reports/<YYYY-MM-DD_HHMMSS>_<label>.{json,md}`, written atomically.
+"""Report files: `reports/<YYYY-MM-DD_HHMMSS>_<label>.{json,md,svg,png,html}`, written atomically.
+
+The JSON is the record; the markdown, the depth curve's picture (SVG and PNG) and the HTML page
+that embeds it are drawn from what the JSON says (secrets already redacted).
 
 A new report's baseline is the newest earlier report that measured the same thing (lane,
 recipe, model, warm/cold mode, driver: `likeness`); it records that file and shows its deltas
@@ -17,6 +20,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from cockpit.atomic import write_atomic
+from cockpit.bench import draw
+from cockpit.bench.figures import depth_figure
+from cockpit.bench.html_report import render_html
 from cockpit.bench.likeness import Likeness, differences, likeness
 from cockpit.bench.models import SCHEMA, Report, SweepPlan, from_json, to_json
 from cockpit.bench.report import render_markdown
@@ -115,14 +121,37 @@ def last_plan(directory: Path, lane: str, cluster: str) -> SweepPlan | None:
     return max(found, key=lambda item: item[0])[1] if found else None
 
 
+def baseline_of(report: Report, directory: Path) -> Report | None:
+    """The baseline `report` recorded, read from `directory`; None when it has none or it is
+    gone or broken (that costs the deltas and the dashed curve only)."""
+    if report.baseline:
+        with contextlib.suppress(InputError):
+            return load_report(directory / report.baseline)
+    return None
+
+
+def reports_in(directory: Path) -> list[Report]:
+    """Every report in `directory`, oldest first (by creation, then write time); files that are
+    no report are passed over."""
+    return [report for _, report, _ in sorted(_reports(directory), key=lambda found: found[0])]
+
+
 def save_report(directory: Path, report: Report) -> tuple[Path, Path]:
-    """Write the report's JSON and markdown (with deltas against its baseline)."""
+    """Write the report's JSON and markdown (with deltas against its baseline), its depth curve
+    (`.svg`, `.png`) and the HTML page that embeds it (`.html`); returns the first two."""
     json_path = directory / f"{report.stem}.json"
     md_path = json_path.with_suffix(".md")
-    baseline = None
-    if report.baseline:
-        with contextlib.suppress(InputError):  # an unreadable baseline costs the deltas only
-            baseline = load_report(directory / report.baseline)
-    write_atomic(json_path, redact(json.dumps(to_json(report), indent=2)) + "\n")
-    write_atomic(md_path, redact(render_markdown(report, baseline)))
+    svg_path = json_path.with_suffix(".svg")
+    baseline = baseline_of(report, directory)
+    json_text = redact(json.dumps(to_json(report), indent=2)) + "\n"
+    markdown = redact(render_markdown(report, baseline, svg_path.name))
+    write_atomic(json_path, json_text)
+    write_atomic(md_path, markdown)  # the record first: it stands if drawing fails
+    shown = parse_report(json.loads(json_text))  # drawn from what the record says
+    fig = draw.figure(depth_figure(shown, baseline))
+    image = draw.svg(fig)
+    write_atomic(svg_path, image)
+    write_atomic(json_path.with_suffix(".png"), draw.png(fig))
+    title = f"Bench {shown.label}: {shown.lane} on {shown.cluster}"
+    write_atomic(json_path.with_suffix(".html"), render_html(markdown, title, svg_path.name, image))
     return json_path, md_path

@@ -1,19 +1,20 @@
-"""Reports as the seed writes them (pure): markdown tables, comparisons and a terminal depth plot.
+"""Reports as the seed writes them (pure): markdown tables and comparisons.
 
-Shape: a quality line, the perf table (every point, mean ± std), the depth table (tg by depth with
-c1/c2 columns, deltas against its baseline: the lane's previous report that measured the same
-thing, `likeness`), flags and warnings with their fixes,
-hung points with forensics, and the environment that could skew the numbers.
+Shape: a quality line, the depth curve's picture when there is one, the perf table (every point,
+mean ± std), the depth table (tg by depth with c1/c2 columns, deltas against its baseline: the
+lane's previous report that measured the same thing, `likeness`), flags and warnings with their
+fixes, hung points with forensics, and the environment that could skew the numbers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from cockpit.bench.likeness import differences, likeness, mode
 from cockpit.bench.method import Stat, relative_delta, spread_text
-from cockpit.bench.models import PointResult, Report, depth_label
+from cockpit.bench.models import PointResult, Report
 
 REGRESSION = 0.05  # a drop beyond 5 % is marked as a regression
 
@@ -93,7 +94,7 @@ def depth_rows(report: Report, baseline: Report | None = None) -> list[DepthRow]
     return rows
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right_from: int = 1) -> list[str]:
+def table(header: Sequence[str], rows: Sequence[Sequence[str]], right_from: int = 1) -> list[str]:
     align = ["---" if i < right_from else "---:" for i in range(len(header))]
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
     lines.extend("| " + " | ".join(row) + " |" for row in rows)
@@ -117,9 +118,10 @@ def _baseline_line(report: Report, unlike: list[str]) -> str:
     return f"baseline `{report.baseline}`"
 
 
-def render_markdown(report: Report, baseline: Report | None = None) -> str:
+def render_markdown(report: Report, baseline: Report | None = None, picture: str = "") -> str:
     """The report; deltas against `baseline` only when it measured the same thing (a report of
-    an older cockpit may name a cold or another driver's report as its baseline)."""
+    an older cockpit may name a cold or another driver's report as its baseline); `picture`: the
+    depth curve's image file beside it, shown first (before the tables)."""
     env = report.environment
     unlike = differences(likeness(baseline), likeness(report)) if baseline else []
     if unlike:
@@ -138,9 +140,10 @@ def render_markdown(report: Report, baseline: Report | None = None) -> str:
         "",
         f"Quality **{report.quality}**" if report.quality else "Quality: not measured",
         "",
+        *([f"![tg and pp vs depth]({quote(picture)})", ""] if picture else []),
         "## Perf",
         "",
-        *_table(PERF_HEADER, perf_rows(report), right_from=2),
+        *table(PERF_HEADER, perf_rows(report), right_from=2),
         "",
         f"## Depth (tg t/s, {mode(report)})",
         "",
@@ -158,7 +161,7 @@ def render_markdown(report: Report, baseline: Report | None = None) -> str:
         if baseline:
             cells += [_pct(row.delta_tg[c]) for c in cs]
         rows.append(cells)
-    lines += _table(header, rows)
+    lines += table(header, rows)
     if len(cs) > 1:
         ok = all((r.tg[cs[-1]] or 0) >= (r.tg[cs[0]] or 0) for r in by_depth if r.tg[cs[0]])
         lines += ["", f"c{cs[-1]} ≥ c{cs[0]} at every depth: **{'yes' if ok else 'NO'}**"]
@@ -263,7 +266,7 @@ def render_comparison(a: Report, b: Report, name_a: str, name_b: str) -> str:
         f"A: {a.environment.driver}, {mode(a)}, quality {a.quality or '—'}",
         f"B: {b.environment.driver}, {mode(b)}, quality {b.quality or '—'}",
         "",
-        *_table(header, rows, right_from=2),
+        *table(header, rows, right_from=2),
     ]
     drops = sum(1 for c in comparisons if c.regression)
     if unlike:
@@ -275,39 +278,3 @@ def render_comparison(a: Report, b: Report, name_a: str, name_b: str) -> str:
     else:
         lines += ["", f"{drops} regression(s) beyond {REGRESSION:.0%}"]
     return "\n".join(lines) + "\n"
-
-
-def depth_plot(
-    report: Report, metric: str = "tg", height: int = 12, col_width: int = 7
-) -> list[str]:
-    """A terminal chart of tg (or pp) against depth, one symbol per concurrency."""
-    symbols = "12345678"
-    rows = depth_rows(report)
-    cs = concurrencies(report)
-    get: Callable[[DepthRow, int], float | None] = (
-        (lambda r, c: r.tg[c]) if metric == "tg" else (lambda r, c: r.pp[c])
-    )
-    values = [v for r in rows for c in cs if (v := get(r, c)) is not None]
-    if not values:
-        return [f"(no {metric} values to plot)"]
-    top = max(values) * 1.05
-    grid = [[" "] * (len(rows) * col_width) for _ in range(height)]
-    for x, row in enumerate(rows):
-        for i, c in enumerate(cs):
-            value = get(row, c)
-            if value is None:
-                continue
-            y = height - 1 - min(height - 1, int(value / top * height))
-            col = x * col_width + col_width // 2 + i
-            grid[y][col] = symbols[i] if grid[y][col] == " " else "*"
-    out = [
-        f"{metric} t/s vs depth ("
-        + ", ".join(f"{symbols[i]} = c{c}" for i, c in enumerate(cs))
-        + ", * = both)"
-    ]
-    for y, line in enumerate(grid):
-        label = top * (height - y) / height
-        out.append(f"{label:8.1f} ┤" + "".join(line).rstrip())
-    out.append(" " * 9 + "└" + "─" * (len(rows) * col_width))
-    out.append(" " * 10 + "".join(depth_label(r.depth).center(col_width) for r in rows))
-    return out

@@ -1,13 +1,13 @@
-"""`bench`, `probe`, `report show|compare`: measuring a lane, honestly, and reading the results.
+"""`bench`, `probe`: measuring a lane, honestly (`report_cmds` reads the results).
 
-`bench` prints a live table that fills in as points finish, every flag with its fix, and where the
-report went. The exit code is 0 when every point was measured, 1 when some point was skipped.
+`bench` prints a live table that fills in as points finish, every flag with its fix, where the
+report went and its depth curve. The exit code is 0 when every point was measured, 1 when some
+point was skipped.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import shlex
 import socket
 import sys
@@ -20,20 +20,19 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from cockpit.bench import artifacts
 from cockpit.bench import events as bev
 from cockpit.bench import probe as bench_probe
-from cockpit.bench import report as rep
 from cockpit.bench.events import event_line
-from cockpit.bench.likeness import differences, likeness
 from cockpit.bench.models import PointResult, PointSpec, SweepPlan
 from cockpit.bench.remote import remote_argv, remote_events
 from cockpit.bench.run import BenchRequest, bench, make_driver, time_scale_default
 from cockpit.bench.sweep_plan import DRIVERS, field_value, written
 from cockpit.bench.tokenizer import lane_tokenizer, snapshot_dir
-from cockpit.cli.guided import GuidedGroup
 from cockpit.cli.recording import cli_recorder
+from cockpit.cli.report_cmds import depth_charts
 from cockpit.config import Inventory, load_inventory
 from cockpit.errors import EXIT_FAILED, InputError
 from cockpit.events import OpEvent
@@ -314,10 +313,12 @@ def bench_cmd(
             if flag.fix:
                 console.print(f"  [bold]fix:[/bold] {escape(flag.fix)}")
     if isinstance(last, bev.SweepFinished):
+        written = Path(last.report_json)
         console.print(f"[bold]report[/bold]: {escape(last.report_md)}")
-        report = artifacts.load_report(Path(last.report_json))
-        for line in rep.depth_plot(report):
-            console.print(escape(line))
+        console.print(f"[bold]page[/bold]: {escape(str(written.with_suffix('.html')))}")
+        report = artifacts.load_report(written)
+        for chart in depth_charts(report, artifacts.baseline_of(report, written.parent), 1):
+            console.print(Text.from_ansi(chart))
         if not last.ok:
             ctx.exit(EXIT_FAILED)
 
@@ -388,45 +389,4 @@ def probe_cmd(
     console.print(f"verdict: [bold]{escape(result.verdict)}[/bold]")
 
 
-@click.group(name="report", cls=GuidedGroup)
-def report_group() -> None:
-    """Read bench reports: show one, compare two."""
-
-
-@report_group.command(name="show")
-@click.argument("file", type=click.Path(path_type=Path))
-@click.option("--plot/--no-plot", default=True, help="Terminal depth plot of tg and pp.")
-def report_show(file: Path, plot: bool) -> None:
-    """A report as markdown (deltas against its baseline), and its depth plot."""
-    report = artifacts.load_report(file)
-    baseline = None
-    if report.baseline:
-        with contextlib.suppress(InputError):  # a baseline gone or broken costs the deltas only
-            baseline = artifacts.load_report(file.parent / report.baseline)
-    click.echo(rep.render_markdown(report, baseline))
-    if plot:
-        for metric in ("tg", "pp"):
-            click.echo("\n".join(rep.depth_plot(report, metric)) + "\n")
-
-
-@report_group.command(name="compare")
-@click.argument("a", type=click.Path(path_type=Path))
-@click.argument("b", type=click.Path(path_type=Path))
-@click.option(
-    "--force", is_flag=True, help="Compare reports that measured different things (loudly)."
-)
-def report_compare(a: Path, b: Path, force: bool) -> None:
-    """B against A, point by point: deltas in %, regressions marked.
-
-    Only like with like: reports of another lane, recipe, model, warm/cold mode or driver are
-    refused unless --force, which prints them under a NOT LIKE WITH LIKE header."""
-    first, second = artifacts.load_report(a), artifacts.load_report(b)
-    unlike = differences(likeness(first), likeness(second))
-    if unlike and not force:
-        raise InputError(
-            f"not comparable: {'; '.join(unlike)} (--force compares them anyway, marked so)"
-        )
-    click.echo(rep.render_comparison(first, second, a.name, b.name))
-
-
-COMMANDS = [bench_cmd, probe_cmd, report_group]
+COMMANDS = [bench_cmd, probe_cmd]

@@ -35,7 +35,7 @@ COMMAND_MODULES = {
     "switch": "ops_cmds",
     "bench": "bench_cmds",
     "probe": "bench_cmds",
-    "report": "bench_cmds",
+    "report": "report_cmds",
     "tui": "tui_cmd",
     "logs": "logs_cmd",
     "exporter": "exporter_cmd",

@@ -143,8 +143,13 @@ async def test_points_beyond_max_model_len_are_skipped_and_reported(
     assert finished == [fits]
     [skip] = [e for e in events if isinstance(e, BenchWarning) and e.point == deep]
     assert "65672 tokens exceed the lane's max-model-len 32768" in skip.message
-    report = load_report(Path(events[-1].report_json))
+    written = Path(events[-1].report_json)
+    report = load_report(written)
     assert any("skipped" in w for w in report.warnings)
+    beside = {p.name for p in tmp_path.iterdir() if p.stem == written.stem}
+    assert beside == {
+        written.with_suffix(s).name for s in (".json", ".md", ".svg", ".png", ".html")
+    }
     assert report.plan == SweepPlan((0, 65536), (1,), 128, 8, runs=1)  # as asked, skipped too
     assert engine.requests and all(len(json.dumps(body)) < 100_000 for body in engine.requests)
 

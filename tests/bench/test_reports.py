@@ -1,4 +1,5 @@
-"""Reports: markdown in the seed's shape, compare with regressions, the depth plot, the files."""
+"""Reports: markdown in the seed's shape, compare with regressions, the files (the pictures:
+`test_pictures`)."""
 
 from __future__ import annotations
 
@@ -115,13 +116,6 @@ def test_compare_marks_regressions_and_deltas() -> None:
     assert rows[(262144, 1)].tg_b is None
     text = rep.render_comparison(a, b, "a.json", "b.json")
     assert "-16.9% ▼" in text and "REGRESSION" in text and "+7.5% ▲" in text
-
-
-def test_depth_plot_has_both_series() -> None:
-    lines = rep.depth_plot(_seed_report())
-    assert lines[0].startswith("tg t/s vs depth")
-    body = "\n".join(lines[1:])
-    assert "1" in body and "2" in body and "256K" in lines[-1] and "128K" in lines[-1]
 
 
 def test_files_roundtrip_and_baseline_is_the_lanes_last(tmp_path: Path) -> None:

@@ -138,7 +138,8 @@ def test_cli_bench_then_report_show_and_compare(flash_lane: str, tmp_path: Path)
     assert first.exit_code == 0, first.output
     second = _cockpit(*args("cli-2"))
     assert second.exit_code == 0, second.output
-    assert "report" in second.output and "tg t/s vs depth" in second.output
+    assert "report" in second.output and "tg t/s vs context depth" in second.output
+    assert ".html" in second.output  # where the page went
     [a] = tmp_path.glob("*_cli.json")
     [b] = tmp_path.glob("*_cli-2.json")
     shown = _cockpit("report", "show", b)
