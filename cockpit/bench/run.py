@@ -191,7 +191,8 @@ async def bench(
             else (f"failed: {type(exc).__name__}: {exc}")
         )
         # no await here: a cancelled task must not wait for anything before it ends
-        sweep.save(sweep.finish()[0], partial=f"sweep {why} after {len(sweep.results)} points")
+        partial = f"sweep {why} after {len(sweep.results)} points"
+        sweep.save(sweep.finish()[0], partial=partial, draw_now=False)
         raise
     results, cross = sweep.finish()
     for spec, flags in cross.items():
@@ -269,6 +270,7 @@ class _Sweep:
         results: list[PointResult],
         quality: Quality | None = None,
         partial: str = "",
+        draw_now: bool = True,
     ) -> tuple[Path, Path]:
         req = self.req
         latency = statistics.median(self.latencies) if self.latencies else 0.0
@@ -302,7 +304,7 @@ class _Sweep:
         baseline = artifacts.baseline_for(req.reports_dir, likeness(report))
         if baseline is not None:
             report = replace(report, baseline=baseline.name)
-        return artifacts.save_report(req.reports_dir, report)
+        return artifacts.save_report(req.reports_dir, report, draw_now=draw_now)
 
 
 async def run_quality(req: BenchRequest, model: str) -> tuple[Quality | None, str]:

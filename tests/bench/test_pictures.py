@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import xml.etree.ElementTree as ET
 from dataclasses import replace
 from pathlib import Path
@@ -115,6 +116,29 @@ def test_a_saved_report_has_its_picture_and_page_beside_it(tmp_path: Path) -> No
     assert "| 131072 |" not in text and "<td>131072</td>" in text  # the tables, rendered
     assert "[noisy]: runs disagree &lt;img src=x onerror=alert(1)&gt;" in text
     assert "recipe hash: <code>abc123def456</code>" in text
+
+
+def test_a_cancelled_sweeps_record_is_written_at_once_and_its_pictures_in_a_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancelled bench must not wait (in the TUI the save ran on the event loop for 0.3 to
+    0.7 s, matplotlib drawing): the JSON and markdown now, the pictures in a thread."""
+    go, draw_pictures = threading.Event(), artifacts._draw
+
+    def held(*args: object) -> None:
+        go.wait(60)
+        draw_pictures(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(artifacts, "_draw", held)
+    report = replace(_seed_report("cancelled", "2026-10-02_000000"), partial="sweep cancelled")
+    json_path, md_path = artifacts.save_report(tmp_path, report, draw_now=False)
+    assert json_path.is_file() and md_path.is_file()  # while the drawing has not begun
+    [drawing] = [t for t in threading.enumerate() if t.name == "bench-pictures"]
+    assert not drawing.daemon  # a CLI process ends once the pictures are written
+    go.set()
+    drawing.join(timeout=60)
+    for suffix in (".svg", ".png", ".html"):
+        assert json_path.with_suffix(suffix).stat().st_size > 0
 
 
 def test_operator_text_in_the_page_and_picture_is_escaped(tmp_path: Path) -> None:
