@@ -223,3 +223,24 @@ def test_tool_eval_bench_perf_table() -> None:
     assert row.test == "pp2048 tg128 @ d0"
     assert (row.pp_tps, row.tg_tps, row.ttft_ms, row.total_ms) == (64950.0, 704.0, 61.0, 242.0)
     assert parse_perf_table("| Test | pp t/s |\n|---|---|\n") == []
+
+
+def test_a_llama_benchy_point_without_its_own_bound_is_held_to_the_runs() -> None:
+    """Two of three runs bursts (the median is a burst, so only the engine's bound can tell) and
+    the point's own scrapes failed on a loaded host: the whole process's bound drops them. It
+    read 55,921 t/s in CI before."""
+    from types import SimpleNamespace
+
+    from cockpit.bench.benchy import BenchyDriver, ProgressTracker, _ProcessState
+    from cockpit.bench.method import PhaseStats, Stat
+    from cockpit.bench.models import FlagKind, PointSpec
+
+    spec = PointSpec(depth=0, concurrency=1, pp=512, tg=32)
+    tg = Stat.of([55_921.0, 60_000.0, 300.0])
+    inference = PhaseStats(1, Stat.of([900.0] * 3), None, tg, None, None, None, None, 3, 0)
+    runner = SimpleNamespace(cfg=SimpleNamespace(time_scale=1.0, runs=3))
+    state = _ProcessState(overall=320.0)  # the point's own bound is missing: None
+    result = BenchyDriver._result(runner, spec, inference, None, ProgressTracker(spec), [], state)  # type: ignore[arg-type]
+    assert result.inference is not None and result.inference.tg is not None
+    assert result.inference.tg.values == (300.0,) and result.inference.dropped == 2
+    assert FlagKind.IMPLAUSIBLE in {f.kind for f in result.flags}
