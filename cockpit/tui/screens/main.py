@@ -137,6 +137,9 @@ class MainScreen(Screen[None]):
         self.set_class(event.size.width < NARROW_BELOW, "-narrow")
         self.repaint_soon()
 
+    def on_pane_resized(self) -> None:
+        self.repaint_soon()
+
     def repaint_soon(self) -> None:
         """Repaint every pane after the next layout (sizes changed, or the selection did)."""
         self._shown_version = -1

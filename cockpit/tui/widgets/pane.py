@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from textual.containers import Vertical
+from textual.message import Message
 
 from cockpit.tui.state.views import FleetSnapshot, LogSource
 
@@ -40,6 +41,15 @@ class Pane(Vertical):
         border-title-style: bold;
     }
     """
+
+    class Resized(Message):
+        """The pane was laid out at another size (maximised, restored, the terminal resized):
+        content fitted to a width refits from the last snapshot. Waiting for the next change
+        in the store left a static view fitted to the old width (a maximised Nodes pane without
+        its host columns, a maximised Engine pane's bars at the old width)."""
+
+    def on_resize(self) -> None:
+        self.post_message(self.Resized())
 
     def __init__(self, title: str, *, id: str) -> None:
         super().__init__(id=id, classes="" if self.FIRST_FRAME else "-later")
