@@ -8,7 +8,7 @@ figures, and the queries `cockpit history` runs.
    writer took, and the file's size.
 3. `cockpit history lane L --since 1d` and `ops --since 7d`'s queries on that store.
 
-    python benchmarks/history_store.py [--nodes 8] [--lanes 2]
+    python benchmarks/history_store.py [--nodes 8] [--lanes 2] [--write-results]
 """
 
 from __future__ import annotations
@@ -18,11 +18,13 @@ import statistics
 import sys
 import tempfile
 import time
+from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.results_md import write_section  # noqa: E402
 from cockpit.events import Progress  # noqa: E402
 from cockpit.history.downsample import Reading  # noqa: E402
 from cockpit.history.recorder import LANE_SPAN_S, NODE_SPAN_S, Recorder  # noqa: E402
@@ -102,19 +104,29 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int, default=8)
     parser.add_argument("--lanes", type=int, default=2)
+    parser.add_argument("--write-results", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         observe_us, sample_us = loop_cost(folder, args.nodes, args.lanes)
-        print(f"on the loop: observe {observe_us:.1f} µs/event, sample {sample_us:.1f} µs/frame "
-              f"({args.nodes} nodes, {args.lanes} lanes)")  # fmt: skip
         path = folder / "day.db"
         rows, seconds = a_day(path, args.nodes, args.lanes)
         size = sum(p.stat().st_size for p in folder.glob("day.db*"))
-        print(f"a day of figures: {rows} rows written in {seconds:.2f} s, "
-              f"{size / 2**20:.1f} MiB on disk ({size / rows:.0f} B/row)")  # fmt: skip
         lane_ms, ops_ms = queries(path)
-        print(f"queries: a lane's day {lane_ms:.1f} ms, 100 ops {ops_ms:.2f} ms (median of 20)")
+    lines = [
+        f"`python benchmarks/history_store.py --nodes {args.nodes} --lanes {args.lanes}` "
+        f"({date.today()})",
+        "",
+        f"- on the UI loop: {observe_us:.1f} µs an operation event recorded, {sample_us:.1f} µs "
+        f"a frame's figures ({args.nodes} nodes, {args.lanes} lanes)",
+        f"- a day of figures: {rows:,} rows written by the writer thread in {seconds:.2f} s, "
+        f"{size / 2**20:.1f} MiB on disk ({size / rows:.0f} B a row)",
+        f"- queries: a lane's day {lane_ms:.1f} ms, 100 operations {ops_ms:.2f} ms (median of 20)",
+    ]
+    text = "## History store: what it costs\n\n" + "\n".join(lines)
+    print(text)
+    if args.write_results:
+        write_section("history_store", text)
 
 
 if __name__ == "__main__":
