@@ -37,13 +37,16 @@ def run_tui(
     """Open the TUI on `inventory`'s fleet until the operator quits (the nodes are probed while
     Textual loads: `cockpit.tui.launch`); it records into the history store at `history`
     (default: the user's)."""
+    from cockpit.history.prometheus import prometheus_url
     from cockpit.history.recorder import Recorder
+    from cockpit.history.settings import history_table
     from cockpit.paths import tui_settings_file
     from cockpit.tui.launch import fleet_app
     from cockpit.tui.settings import load_settings
 
     settings = load_settings(tui_settings_file())
     recorder = Recorder.open(history)
+    past_source = prometheus_url(history_table().source)
 
     async def main() -> int:
         async with (
@@ -56,6 +59,7 @@ def run_tui(
                 readonly=readonly,
                 demo=demo,
                 recorder=recorder,
+                past_source=past_source,
             ) as app,
         ):
             ending: list[asyncio.Task[None]] = []

@@ -22,9 +22,12 @@ DEFAULT_RETENTION_DAYS = 30.0
 
 
 class HistoryTable(Strict):
-    """`[history]`: rows older than `retention_days` are pruned (0 keeps everything)."""
+    """`[history]`: rows older than `retention_days` are pruned (0 keeps everything); `source`
+    is where the TUI's `h` reads the past: `store` (this machine's) or `prometheus:URL` (a
+    team's Prometheus that scrapes `cockpit exporter`)."""
 
     retention_days: float = Field(default=DEFAULT_RETENTION_DAYS, ge=0, strict=True)
+    source: str = Field(default="store", pattern=r"^(store|prometheus:https?://[^\s]+)$")
 
 
 class UserConfig(BaseModel):
@@ -34,15 +37,19 @@ class UserConfig(BaseModel):
     history: HistoryTable = HistoryTable()
 
 
-def retention_days(path: Path | None = None) -> float | None:
-    """Days of history to keep (None: keep everything); a broken `[history]` table is an input
-    error naming file, line and field."""
+def history_table(path: Path | None = None) -> HistoryTable:
+    """The `[history]` table (its defaults without a file); a broken one is an input error
+    naming file, line and field."""
     path = path or user_config_file()
     if not path.is_file():
-        return DEFAULT_RETENTION_DAYS
+        return HistoryTable()
     src = read_toml(path)
     try:
-        days = UserConfig.model_validate(src.data).history.retention_days
+        return UserConfig.model_validate(src.data).history
     except ValidationError as exc:
         raise InputError(pydantic_problems(src, UserConfig, exc)) from None
-    return days or None
+
+
+def retention_days(path: Path | None = None) -> float | None:
+    """Days of history to keep (None: keep everything)."""
+    return history_table(path).retention_days or None

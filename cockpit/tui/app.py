@@ -62,6 +62,7 @@ class CockpitApp(App[None]):
         baselines: Mapping[str, Mapping[tuple[int, int], float]] | None = None,
         demo: Demo | None = None,
         recorder: Recorder | None = None,
+        past_source: str | None = None,
     ) -> None:
         super().__init__()
         self.store = Store(inventory, baselines, settings.slo)
@@ -74,6 +75,7 @@ class CockpitApp(App[None]):
         self.persist_theme = persist_theme
         self.demo = demo
         self.recorder = recorder  # the history store's; it only queues rows (`cockpit.history`)
+        self.past_source = past_source  # a Prometheus URL `h` reads the past from, else the store
         self._sampled_at = float("-inf")
         self._history_problem: str | None = None
         # perf_counter() once a frame showing a LIVE node with its GPU and memory is painted

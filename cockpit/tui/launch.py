@@ -64,6 +64,7 @@ async def fleet_app(
     persist_theme: bool = True,
     demo: Demo | None = None,
     recorder: Recorder | None = None,
+    past_source: str | None = None,
 ) -> AsyncIterator[CockpitApp]:
     """The cockpit on `inventory`'s fleet as `cockpit tui` opens it, its probes already running;
     the caller runs it (`run_async`, or `run_test` headless)."""
@@ -83,4 +84,5 @@ async def fleet_app(
             persist_theme=persist_theme,
             demo=demo,
             recorder=recorder,
+            past_source=past_source,
         )

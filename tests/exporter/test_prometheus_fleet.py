@@ -7,6 +7,7 @@ import asyncio
 import shutil
 import socket
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 from cockpit.config import load_inventory
 from cockpit.exporter.families import SnapshotCollector
 from cockpit.exporter.serve import export, serving
+from cockpit.history.prometheus import query_ranges
 from cockpit.ops.context import OpContext
 from cockpit.ops.history import BootHistory
 from cockpit.ops.launch import launch
@@ -132,12 +134,19 @@ async def test_a_real_prometheus_scrapes_the_fleet(
                     if all(found.values()) and found["serving"][0]["value"][1] == "1":
                         break
                 targets = (await http.get(f"{base}/api/v1/targets")).json()
+            # the TUI's `h` with `[history] source = "prometheus:URL"` reads this Prometheus
+            now = time.time()
+            ranges = await asyncio.to_thread(
+                query_ranges, base, (QWEN, "2nodes-dac"), now - 60, now
+            )
         finally:
             exporting.cancel()
             await asyncio.gather(exporting, return_exceptions=True)
             await pool.close()
     assert all(found.values()), (found, targets)
     assert targets["data"]["activeTargets"][0]["health"] == "up"
+    assert {r["metric"]["node"] for r in ranges["nodes"] if r["values"]} == {"dgx1", "dgx2"}
+    assert all(ranges[name] and ranges[name][0]["values"] for name in ("kv", "gen", "prompt"))
     for key in ("temp", "util"):
         labels = found[key][0]["metric"]
         name = labels.pop("__name__")

@@ -5,11 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from cockpit.history.past import PastFigures
 from cockpit.history.recorder import Recorder
 from cockpit.history.records import LaneSample, NodeSample
 from cockpit.history.store import HistoryStore
 from cockpit.history.writer import Writer
 from cockpit.tui.app import CockpitApp
+from cockpit.tui.screens import main as main_screen
 from cockpit.tui.screens.main import PAST_SPANS
 from tests.tui import scene
 from tests.tui.scripted_ops import ScriptedOperations
@@ -88,3 +92,25 @@ async def test_h_without_a_store_says_so(make_app: Callable[..., CockpitApp]) ->
         await pilot.press("h")
         await pilot.pause(0.1)
         assert "no history store in this session" in str([n.message for n in app._notifications])
+
+
+async def test_h_reads_a_teams_prometheus_when_it_is_the_source(
+    make_app: Callable[..., CockpitApp], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`[history] source = "prometheus:URL"`: `h` asks that Prometheus (its query_range, in a
+    thread; tests/exporter/test_prometheus_fleet.py asks a real one) and needs no local store."""
+    asked: list[tuple[object, ...]] = []
+
+    def from_prometheus(base: str, lane: object, nodes: object, now: float, span: float):  # type: ignore[no-untyped-def]
+        asked.append((base, lane, span))
+        return PastFigures(span, lane, (0.25,) * 20, (42.0,) * 20, (0.0,) * 20, {})  # type: ignore[arg-type]
+
+    monkeypatch.setattr(main_screen, "read_past_prometheus", from_prometheus)
+    app = make_app(past_source="http://127.0.0.1:9")
+    key = f"{scene.LANE}@{scene.CLUSTER}"
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("h")
+        await pilot.pause(0.5)
+        assert asked and asked[0][0] == "http://127.0.0.1:9" and asked[0][2] == PAST_SPANS[0][1]
+        assert main(app).snap.engines[key].gen_history == (42.0,) * 20

@@ -25,6 +25,7 @@ from cockpit.bench.models import SweepPlan
 from cockpit.errors import EXIT_REFUSED, CockpitError
 from cockpit.events import Finished, Notice, OpEvent, Planned, Severity, StepFinished
 from cockpit.history.past import PastFigures, read_past
+from cockpit.history.prometheus import read_past_prometheus
 from cockpit.plan.render import container_name
 from cockpit.startup import resume_collector
 from cockpit.tui.demo import load_while_serving
@@ -649,8 +650,8 @@ class MainScreen(Screen[None]):
     def action_past(self) -> None:
         """The KV, Engine and Nodes sparklines over the last hour, day, week (from the history
         store, read in a thread every PAST_REFRESH_S), then this session's again."""
-        recorder = self.cockpit.recorder
-        if recorder is None:
+        recorder, prometheus = self.cockpit.recorder, self.cockpit.past_source
+        if recorder is None and prometheus is None:
             self.notify("history: no history store in this session", timeout=3)
             return
         self.workers.cancel_group(self, "past")
@@ -665,13 +666,15 @@ class MainScreen(Screen[None]):
             label, span = PAST_SPANS[self._past_span]
             self.sub_title = f"history {label} · {base}"
             self.notify(f"history: KV, Engine and Nodes over the last {label}", timeout=3)
-            path = recorder.writer.path
-            self.run_worker(self._read_past(path, span), group="past", exit_on_error=False)
+            source = prometheus or recorder.writer.path  # type: ignore[union-attr]
+            self.run_worker(self._read_past(source, span), group="past", exit_on_error=False)
         self._shown_version = -1
 
-    async def _read_past(self, path: Path, span: float) -> None:
-        """Read the store's figures for the followed lane and every node, again every
-        PAST_REFRESH_S or as soon as the followed lane changes, until `h` moves on."""
+    async def _read_past(self, source: Path | str, span: float) -> None:
+        """Read the figures for the followed lane and every node from the store (a path) or a
+        Prometheus (its URL), again every PAST_REFRESH_S or as soon as the followed lane
+        changes, until `h` moves on."""
+        read = read_past_prometheus if isinstance(source, str) else read_past
         read_for: object = object()  # the followed lane at the last read (none yet)
         read_at = -PAST_REFRESH_S
         while True:
@@ -683,7 +686,7 @@ class MainScreen(Screen[None]):
                 where = (lane.lane, lane.cluster) if lane else None
                 try:
                     past = await asyncio.to_thread(
-                        read_past, path, where, nodes, self.cockpit.clock(), span
+                        read, source, where, nodes, self.cockpit.clock(), span
                     )
                 except CockpitError as exc:
                     self.notify(f"history: {exc}", severity="error", timeout=OUTCOME_NOTICE_S)
