@@ -2,7 +2,7 @@
 
 Layout of one node directory (`<fleet dir>/nodes/dgxK`):
   images.json       image records (a list, see `new_image`)
-  containers.json   container records (a list, see docker.py)
+  containers.json   container records (a list, see docker/run.py)
   containers/ID/    per container: json log, exit status, supervisor pid
   node.json         facts and faults read by the simulated engine: {"hcas": [...], "faults": {...}}
   gpu_load.json     the GPU load the engine last published (read by nvidia-smi)

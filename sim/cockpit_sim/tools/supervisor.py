@@ -127,7 +127,7 @@ def supervise(
         FinishedAt=now_iso(),
     )
     if still_listed and auto_remove:
-        from cockpit_sim.tools.docker import remove_record
+        from cockpit_sim.tools.docker.containers import remove_record
 
         remove_record(state, cid)
     return exit_code
