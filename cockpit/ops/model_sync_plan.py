@@ -132,20 +132,24 @@ class ModelSyncPlan:
         return self.copy + tuple(node for node, _ in self.shared)
 
     def describe(self) -> str:
-        size = f" ({self.total_bytes / 2**30:.2f} GiB)" if self.total_bytes else ""
         why = dict(self.reasons)
-        parts = []
         if self.copy:
+            size = f" ({_size(self.total_bytes)})" if self.total_bytes else ""
             targets = ", ".join(f"{n} ({why[n]})" if n in why else n for n in self.copy)
-            parts.append(f"copy {self.label}{size} {self.source} → cockpit → {targets}")
+            parts = [f"copy {self.label}{size} {self.source} → cockpit → {targets}"]
+            if self.current:
+                parts.append(f"already matching: {', '.join(self.current)}")
         else:
-            parts.append(f"{self.label} matches its pins on every node that has its own cache")
+            matching = ", ".join((self.source, *self.current))
+            parts = [f"{self.label} matches its pins on {matching}: nothing to copy"]
         if self.shared:
             shared = ", ".join(f"{n} (with {other})" for n, other in self.shared)
             parts.append(f"shared cache, skipped: {shared}")
-        if self.current:
-            parts.append(f"already matching: {', '.join(self.current)}")
         return "; ".join(parts)
+
+
+def _size(size: int) -> str:
+    return f"{size / 2**30:.1f} GiB" if size >= 2**30 else f"{size / 2**20:.1f} MiB"
 
 
 def model_dir(model: ModelFacts, cache: str) -> str:
