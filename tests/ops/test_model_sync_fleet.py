@@ -230,3 +230,16 @@ def test_the_cli_shows_the_plan_and_exits_as_the_other_operations(
     assert "refused: source dgx1's snapshot of Qwen/Qwen3-0.6B@" in refused.stdout
     unknown = cockpit("-r", "nope", "-c", "2nodes-dac")
     assert unknown.returncode == 2 and "unknown recipe 'nope'" in unknown.stdout + unknown.stderr
+
+
+async def test_a_launch_refused_for_a_missing_snapshot_names_sync_model(cockpit: Cockpit) -> None:
+    from cockpit.ops.launch import launch
+
+    shutil.rmtree(snapshot(cockpit.fleet, "dgx2"))
+    events = await run(launch(cockpit.ctx, cockpit.recipe(PINNED), "2nodes-dac"))
+    assert finished(events).exit_code == 2
+    fix = f"fix: cockpit sync-model --recipe {PINNED} --cluster 2nodes-dac (copies it from dgx1)"
+    assert any(
+        isinstance(e, Notice) and "not in the model cache on dgx2" in e.message and fix in e.message
+        for e in events
+    )
