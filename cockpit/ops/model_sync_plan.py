@@ -27,9 +27,6 @@ from cockpit.errors import InputError
 from cockpit.ops.facts import NodeFacts
 from cockpit.ops.preflight import snapshot_problems
 
-MARKER = ".cockpit-cache-id"
-END = ".cockpit-end"
-
 # $1 the cache root. Prints device:inode of the cache (or "-"), then the marker's id if any.
 IDENTITY_SCRIPT = """cache=$1
 stat -L -c '%d:%i' -- "$cache" 2>/dev/null || echo -
