@@ -4,6 +4,7 @@ skipped, a hostile cache path is quoted."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -120,9 +121,21 @@ async def test_removed_and_corrupted_snapshots_come_back_and_pass_the_pins(
     assert again.ok and "nothing to copy" in again.summary
 
 
+def cut_midway(event: object) -> bool:
+    return (
+        isinstance(event, Progress)
+        and event.node == "dgx2"
+        and event.total is not None
+        and 0 < event.done < event.total / 2
+    )
+
+
+@pytest.mark.parametrize("how", ["closed", "cancelled"])
 async def test_a_cut_copy_leaves_no_usable_half_snapshot(
-    cockpit: Cockpit, monkeypatch: pytest.MonkeyPatch
+    cockpit: Cockpit, monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
+    """Closed: the reader stops at a yield (the TUI leaving); cancelled: the task is cancelled
+    while the pipe awaits the nodes (a signal in the CLI)."""
     fleet = cockpit.fleet
     monkeypatch.setattr(model_sync, "PROGRESS_EVERY_S", 0.0)
     big = model_folder(fleet, "dgx1") / "blobs" / ("1" * 64)
@@ -131,16 +144,26 @@ async def test_a_cut_copy_leaves_no_usable_half_snapshot(
     (snapshot(fleet, "dgx1") / "model-big.safetensors").symlink_to(f"../../blobs/{big.name}")
     shutil.rmtree(snapshot(fleet, "dgx2"))
     gen = sync_model(cockpit.ctx, cockpit.recipe(PINNED), "2nodes-dac")
-    async for event in gen:
-        if (
-            isinstance(event, Progress)
-            and event.node == "dgx2"
-            and 0 < event.done < event.total / 2
-        ):
-            break
+    if how == "closed":
+        async for event in gen:
+            if cut_midway(event):
+                break
+        else:
+            pytest.fail("the copy ended before it could be cut")
+        await gen.aclose()
     else:
-        pytest.fail("the copy ended before it could be cut")
-    await gen.aclose()
+        midway = asyncio.Event()
+
+        async def follow() -> None:
+            async for event in gen:
+                if cut_midway(event):
+                    midway.set()
+
+        task = asyncio.create_task(follow())
+        await asyncio.wait_for(midway.wait(), 30)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
     assert not snapshot(fleet, "dgx2").exists()
     deadline = time.monotonic() + 10
     while list(model_folder(fleet, "dgx2").glob(".cockpit-sync.*")) and time.monotonic() < deadline:
