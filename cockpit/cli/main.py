@@ -32,6 +32,7 @@ COMMAND_MODULES = {
     "launch": "ops_cmds",
     "stop": "ops_cmds",
     "sync-image": "ops_cmds",
+    "sync-model": "ops_cmds",
     "switch": "ops_cmds",
     "bench": "bench_cmds",
     "probe": "bench_cmds",

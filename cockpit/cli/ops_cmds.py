@@ -1,4 +1,5 @@
-"""`launch`, `stop`, `sync-image`, `switch`: the lane operations, printed with rich progress bars.
+"""`launch`, `stop`, `sync-image`, `sync-model`, `switch`: the lane operations, printed with rich
+progress bars.
 
 Each command runs one operation (an async generator of events, `cockpit.ops`) and prints its
 events: the plan, a progress bar per node and step, warnings/errors as one line each, and the
@@ -281,6 +282,24 @@ def sync_cmd(ctx: click.Context, recipe: str, cluster: str, source: str | None) 
     _exit(_run_recorded(inventory, lambda c: sync_image(c, chosen, cluster, source)))
 
 
+@click.command("sync-model")
+@click.option("--recipe", "-r", required=True)
+@click.option("--cluster", "-c", required=True)
+@click.option("--from", "source", default=None,
+              help="Source node (default: the first whose snapshot matches the pins).")  # fmt: skip
+@click.option("--dry-run", is_flag=True, help="Print the plan only.")
+@click.pass_context
+def sync_model_cmd(
+    ctx: click.Context, recipe: str, cluster: str, source: str | None, dry_run: bool
+) -> None:
+    """Copy the recipe's model snapshot to the nodes lacking it, through the cockpit; verify."""
+    from cockpit.ops.model_sync import sync_model
+
+    inventory = load_inventory(_inventory(ctx))
+    chosen = inventory.recipe(recipe)
+    _exit(_run_recorded(inventory, lambda c: sync_model(c, chosen, cluster, source, dry_run)))
+
+
 NO_ANSWER = (
     "switch not confirmed: no answer to 'Run this plan?' (stdin is not a terminal, or it ended); "
     "nothing changed: pass --yes to run the plan without asking"
@@ -335,4 +354,4 @@ def switch_cmd(
     )  # fmt: skip
 
 
-COMMANDS = [launch_cmd, stop_cmd, sync_cmd, switch_cmd]
+COMMANDS = [launch_cmd, stop_cmd, sync_cmd, sync_model_cmd, switch_cmd]

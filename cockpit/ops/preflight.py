@@ -9,6 +9,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from cockpit.config.models import ModelFacts
 from cockpit.ops.facts import NodeFacts, lanes_running, port_taken
 from cockpit.plan import LanePlan
 from cockpit.plan.memory_fit import FitError, FitUnknown, MemoryFit, estimate
@@ -137,8 +138,30 @@ def check_lanes(
     return failures
 
 
+def snapshot_problems(model: ModelFacts, fact: NodeFacts) -> list[str]:
+    """Why `fact`'s snapshot cannot serve `model` (empty: present and matching its pins): the
+    one reading of the pins, for preflight and for `sync-model` alike."""
+    if not fact.snapshot_present:
+        return ["not in the model cache"]
+    checks = (
+        _sha_problem(model.config_sha256, fact.config_sha256, "config.json"),
+        _sha_problem(model.index_sha256, fact.index_sha256, "index"),
+    )
+    return [p for p in checks if p]
+
+
+def sync_model_fix(recipe: str, cluster: str, source: str) -> str:
+    """The fix that copies the snapshot from a node of the cluster that holds it."""
+    return f"cockpit sync-model --recipe {recipe} --cluster {cluster} (copies it from {source})"
+
+
 def check_snapshot(plan: LanePlan, facts: Mapping[str, NodeFacts]) -> list[CheckFailure]:
+    """Every reachable node's snapshot present and matching the pins; the fix is `sync-model`
+    when another node of the cluster holds a matching one, a download otherwise."""
     model = plan.recipe.model
+    problems = {n: snapshot_problems(model, f) for n, f in facts.items() if f.reachable}
+    holders = [n for n, found in problems.items() if not found]
+    sync = sync_model_fix(plan.recipe.name, plan.cluster.name, holders[0]) if holders else ""
     failures = []
     absent = [n for n, f in facts.items() if f.reachable and not f.snapshot_present]
     if absent:
@@ -147,28 +170,19 @@ def check_snapshot(plan: LanePlan, facts: Mapping[str, NodeFacts]) -> list[Check
                 "snapshot",
                 f"model snapshot {model.repo}@{model.revision} is not in the model cache "
                 f"on {_nodes(absent)}",
-                "download it into the cache (huggingface-cli download "
+                sync
+                or "download it into the cache (huggingface-cli download "
                 f"{model.repo} --revision {model.revision}) or mount the shared cache",
                 tuple(absent),
             )
         )
-    for node, fact in facts.items():
-        if not fact.reachable or not fact.snapshot_present:
-            continue
-        problems = [
-            p
-            for p in (
-                _sha_problem(model.config_sha256, fact.config_sha256, "config.json"),
-                _sha_problem(model.index_sha256, fact.index_sha256, "index"),
-            )
-            if p
-        ]
-        if problems:
+    for node, found in problems.items():
+        if found and node not in absent:
             failures.append(
                 CheckFailure(
                     "snapshot",
-                    f"snapshot on {node}: {'; '.join(problems)}",
-                    f"re-download {model.repo}@{model.revision} on {node}, or fix the pins",
+                    f"snapshot on {node}: {'; '.join(found)}",
+                    sync or f"re-download {model.repo}@{model.revision} on {node}, or fix the pins",
                     (node,),
                 )
             )

@@ -27,6 +27,7 @@ from cockpit.ssh.errors import (
     SshError,
 )
 from cockpit.ssh.hostkeys import has_recorded_key, known_hosts_path, refusal_message
+from cockpit.ssh.pipe import BytePipe
 from cockpit.ssh.state import Link, NodeState
 from cockpit.ssh.stream import LineStream
 
@@ -270,15 +271,21 @@ class SshPool:
         return Result(done.returncode, str(done.stdout or ""), str(done.stderr or ""))
 
     async def process(self, node: str, line: str, **options: Any) -> asyncssh.SSHClientProcess[str]:
-        """A remote process on the node's connection (text mode). A connection found dead on the
-        way (the node dropped it before we noticed) is replaced once, transparently."""
+        """A remote process on the node's connection (text mode)."""
+        return await self._create(node, line, encoding="utf-8", errors="replace", **options)
+
+    async def binary_process(self, node: str, line: str) -> asyncssh.SSHClientProcess[bytes]:
+        """A remote process whose stdin and stdout carry bytes (a tar stream, say)."""
+        return await self._create(node, line, encoding=None)
+
+    async def _create(self, node: str, line: str, **options: Any) -> Any:
+        """Start `line` on the node's connection. A connection found dead on the way (the node
+        dropped it before we noticed) is replaced once, transparently."""
         retried = False
         while True:
             conn = await self.connection(node)
             try:
-                return await conn.create_process(
-                    line, encoding="utf-8", errors="replace", **options
-                )
+                return await conn.create_process(line, **options)
             except (asyncssh.Error, OSError) as exc:
                 if not retried and conn.is_closed():
                     retried = True
@@ -318,6 +325,13 @@ class SshPool:
     ) -> dict[str, Result | SshError]:
         """`run` on every node concurrently: a dead node costs its own timeout and nothing more."""
         return {node: out async for node, out in self.run_each(nodes, command, timeout, input)}
+
+    def pipe(self, source: str, produce: Command, sink: str, consume: Command) -> BytePipe:
+        """`produce`'s stdout on `source` fed to `consume`'s stdin on `sink`, through this
+        cockpit (no trust between the two nodes needed)."""
+        self._address(source)
+        self._address(sink)
+        return BytePipe(self, source, to_shell(produce), sink, to_shell(consume))
 
     def stream(self, node: str, command: Command) -> LineStream:
         """Lines of a long-running command; stopping the iteration kills it on the node."""

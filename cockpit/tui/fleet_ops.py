@@ -70,6 +70,13 @@ class FleetOperations:
         self.ctx.pool.retry_now()
         return sync_image(self.ctx, self.ctx.inventory.recipe(target.lane), target.cluster)
 
+    def sync_model(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
+        """`sync-model`, from the command palette (it has no key)."""
+        from cockpit.ops.model_sync import sync_model
+
+        self.ctx.pool.retry_now()
+        return sync_model(self.ctx, self.ctx.inventory.recipe(target.lane), target.cluster)
+
     def switch(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
         from cockpit.ops.switch import switch
 

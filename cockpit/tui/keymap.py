@@ -88,7 +88,7 @@ MAIN_BINDINGS: list[Binding] = [
 ]
 
 NODE_CHANGING: frozenset[str] = frozenset(
-    {"launch", "stop", "sync", "bench", "switch", "restore", "fix", "sync_launch"}
+    {"launch", "stop", "sync", "sync_model", "bench", "switch", "restore", "fix", "sync_launch"}
 )
 """Actions that change a node; `--readonly` refuses them (and says so)."""
 DEMO_ONLY: frozenset[str] = frozenset({"load"})

@@ -19,8 +19,9 @@ from cockpit.tui.operations import LaneTarget
 if TYPE_CHECKING:
     from cockpit.tui.app import CockpitApp
 
-LANE_OPS = ("launch", "stop", "sync", "bench", "switch")
-VERB = {"launch": "Launch", "stop": "Stop", "sync": "Sync the image of", "bench": "Bench",
+LANE_OPS = ("launch", "stop", "sync", "sync_model", "bench", "switch")
+VERB = {"launch": "Launch", "stop": "Stop", "sync": "Sync the image of",
+        "sync_model": "Sync the model snapshot of", "bench": "Bench",
         "switch": "Switch to"}  # fmt: skip
 
 

@@ -76,6 +76,9 @@ class ScriptedOperations:
     def sync(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
         return self._op("sync", target)
 
+    def sync_model(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
+        return self._op("sync_model", target)
+
     def switch(self, target: LaneTarget) -> AsyncIterator[OpEvent]:
         return self._op("switch", target)
 

@@ -70,3 +70,16 @@ async def test_a_bench_from_the_palette_opens_its_plan_editor(
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause(0.3)
         await choose(pilot, "bench qwen dac", BenchPlanScreen)
+
+
+async def test_the_palette_syncs_a_lanes_model_snapshot(
+    make_app: Callable[..., CockpitApp],
+) -> None:
+    ops = ScriptedOperations()
+    app = make_app(operations=ops)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause(0.3)
+        await choose(pilot, "model snapshot qwen dac", ConfirmScreen)
+        await pilot.press("y")
+        await pilot.pause(0.5)
+        assert ops.started == [("sync_model", "qwen3-0.6b-2x")]
