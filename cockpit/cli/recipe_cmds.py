@@ -1,0 +1,137 @@
+"""`recipe import`: another tool's recipe as a cockpit recipe, checked by the cockpit's own
+loader before a byte is written (what it writes, `validate` accepts)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from cockpit.cli.guided import GuidedGroup
+from cockpit.cli.inventory_cmds import inventory_option
+from cockpit.config import load_inventory
+from cockpit.config.inventory import validate_recipe
+from cockpit.config.models import is_digest_ref
+from cockpit.config.recipe_import import (
+    Imported,
+    apply_sets,
+    from_script,
+    from_yaml,
+    lane_name,
+    read_yaml,
+    to_toml,
+)
+from cockpit.config.toml_source import parse_toml
+from cockpit.errors import InputError, Problem
+from cockpit.printable import printable
+
+YAML_SUFFIXES = (".yaml", ".yml")
+DIGEST_HINT = (
+    "the cockpit runs an image by digest only (`[image] ref = repo@sha256:…`; "
+    "`sync-image` moves exactly that digest node to node and launch never pulls): on a node "
+    "that has the tag, `docker image inspect --format '{{index .RepoDigests 0}}' TAG` prints it "
+    "(or `docker buildx imagetools inspect TAG` against the registry); pass it with "
+    "--set image.ref=REPO@sha256:HEX, and --set image.image_id=sha256:ID (`docker image "
+    "inspect --format '{{.Id}}' TAG`) so preflight can check each node holds that image"
+)
+
+
+def _read(source: Path) -> str:
+    try:
+        return source.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError([Problem(str(source), None, "", f"cannot read: {exc.strerror}")]) from exc
+    except UnicodeDecodeError as exc:
+        raise InputError([Problem(str(source), None, "", "not UTF-8 text")]) from exc
+
+
+def _hints(problems: list[Problem]) -> list[str]:
+    """What to pass to fill each problem the loader found in the draft."""
+    hints = []
+    for problem in problems:
+        if problem.message == "required key is missing":
+            hints.append(f"hint: fill it with --set {problem.field}=VALUE")
+    return list(dict.fromkeys(hints))
+
+
+@click.group(name="recipe", cls=GuidedGroup)
+def recipe_group() -> None:
+    """Recipes from other tools."""
+
+
+@recipe_group.command(name="import")
+@click.argument("source", type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["sparkrun", "eugr"]),
+    default=None,
+    help="sparkrun: recipe YAML (v2, or v1); eugr: its recipe YAML or a launch script / env "
+    "file with the `vllm serve` lines (default: by the file's suffix).",
+)
+@click.option("--name", help="Lane name (default: the source's file name).")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder to write NAME.toml in (default: the inventory).",
+)
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="FIELD=VALUE",
+    help="Fill or change a recipe field, e.g. --set model.num_attention_heads=48 (repeatable).",
+)
+@click.option("--dry-run", is_flag=True, help="Print the recipe; write nothing.")
+@click.pass_context
+def import_cmd(
+    ctx: click.Context,
+    source: Path,
+    fmt: str | None,
+    name: str | None,
+    out: Path | None,
+    sets: tuple[str, ...],
+    dry_run: bool,
+) -> None:
+    """Write a cockpit recipe from a sparkrun recipe or an eugr launch; what cannot be carried
+    over is listed on stderr as `not imported: KEY (why)`."""
+    inventory = load_inventory(inventory_option(ctx))
+    text = _read(source)
+    yaml_source = source.suffix.lower() in YAML_SUFFIXES
+    kind = fmt or ("sparkrun" if yaml_source else "eugr")
+    name = name or lane_name(source.stem)
+    if yaml_source or kind == "sparkrun":
+        data, _ = read_yaml(text, source)
+        imported: Imported = from_yaml(data, name, inventory.clusters, source)
+    else:
+        imported = from_script(text, name, inventory.clusters, source)
+    apply_sets(imported.table, list(sets))
+    target = (out or inventory.root) / f"{name}.toml"
+    if not dry_run and target.exists():
+        raise InputError(f"{target} exists: choose another --name, or remove it first")
+    rendered = to_toml(imported, source, kind)
+    for line in imported.lines():
+        click.echo(printable(line), err=True)
+    ref = str(imported.table.get("image", {}).get("ref", ""))
+    if not is_digest_ref(ref):
+        click.echo(printable(f"note: image {ref!r} is not a digest pin; {DIGEST_HINT}"), err=True)
+    try:
+        src = parse_toml(rendered, target)
+    except InputError as exc:  # a --set value TOML cannot hold
+        raise InputError(exc.problems) from None
+    _, problems = validate_recipe(src, inventory.clusters)
+    if dry_run:
+        click.echo(rendered, nl=False)
+    if problems:
+        for hint in _hints(problems):
+            click.echo(hint, err=True)
+        what = "the draft above" if dry_run else "nothing written"
+        raise InputError([*problems, Problem("", None, "", f"{len(problems)} problem(s): {what}")])
+    if dry_run:
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(rendered, encoding="utf-8")
+    click.echo(f"wrote {target}: lane {name} on {', '.join(imported.table['lane']['clusters'])}")
+
+
+COMMANDS = [recipe_group]
