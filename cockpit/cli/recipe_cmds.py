@@ -114,7 +114,8 @@ def import_cmd(
         click.echo(printable(line), err=True)
     ref = str(imported.table.get("image", {}).get("ref", ""))
     if not is_digest_ref(ref):
-        click.echo(printable(f"note: image {ref!r} is not a digest pin; {DIGEST_HINT}"), err=True)
+        said = f"image {ref!r} is not a digest pin" if ref else "the source names no image"
+        click.echo(printable(f"note: {said}; {DIGEST_HINT}"), err=True)
     try:
         src = parse_toml(rendered, target)
     except InputError as exc:  # a --set value TOML cannot hold
