@@ -283,3 +283,45 @@ def test_cli_refusals_and_guidance(tmp_path: Path) -> None:
     pp = _write(tmp_path, "pp.yaml", "model: a/b\ncommand: vllm serve {model} -tp 1 -pp 2\n")
     result = run_cockpit("--inventory", PROJECT_RECIPES, "recipe", "import", pp)
     assert result.returncode == 2 and "pipeline parallelism is not supported" in result.stderr
+
+
+def test_an_eugr_v1_recipe_with_brace_escapes_and_ray(tmp_path: Path) -> None:
+    """eugr's run-recipe YAML (v1): `{{`/`}}` escape JSON braces for str.format; Ray is left."""
+    source = _write(
+        tmp_path,
+        "m.yaml",
+        'recipe_version: "1"\nname: MiniMax\nmodel: a/b\ncluster_only: true\n'
+        "defaults: {tensor_parallel: 2, port: 8000}\ncommand: |\n"
+        "  vllm serve a/b -tp {tensor_parallel} --port {port} --distributed-executor-backend ray \\\n"
+        '    --compilation-config \'{{"cudagraph_mode":"none","x":{{"y":false}}}}\'\n',
+    )
+    clusters = load_inventory(PROJECT_RECIPES).clusters
+    imported = from_yaml(read_yaml(source.read_text(), source)[0], "m", clusters, source)
+    assert imported.table["serve"]["compilation_config"] == {
+        "cudagraph_mode": "none",
+        "x": {"y": False},
+    }
+    assert imported.table["lane"]["nodes"] == 2
+    lines = imported.lines()
+    assert any(
+        line.startswith("not imported: --distributed-executor-backend ray") for line in lines
+    )
+    assert any(line.startswith("not imported: name (") for line in lines)
+
+
+def test_a_command_less_recipe_takes_its_flags_from_defaults(tmp_path: Path) -> None:
+    source = _write(
+        tmp_path,
+        "d.yaml",
+        "model: a/b\nmin_nodes: 2\ndefaults: {tensor_parallel: 2, max_num_seqs: 4, "
+        "enable_prefix_caching: false, tool_call_parser: x, host: 0.0.0.0}\n",
+    )
+    clusters = load_inventory(PROJECT_RECIPES).clusters
+    imported = from_yaml(read_yaml(source.read_text(), source)[0], "d", clusters, source)
+    serve = imported.table["serve"]
+    assert serve["max_num_seqs"] == 4 and serve["enable_prefix_caching"] is False
+    assert serve["extra_args"] == {"tool-call-parser": "x"}
+    assert (
+        "not imported: --host (the cockpit sets it from the cluster and the rank)"
+        in imported.lines()
+    )
