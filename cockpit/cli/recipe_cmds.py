@@ -101,8 +101,7 @@ def import_cmd(
     kind = fmt or ("sparkrun" if yaml_source else "eugr")
     name = name or lane_name(source.stem)
     if yaml_source or kind == "sparkrun":
-        data, _ = read_yaml(text, source)
-        imported: Imported = from_yaml(data, name, inventory.clusters, source)
+        imported: Imported = from_yaml(read_yaml(text, source), name, inventory.clusters, source)
     else:
         imported = from_script(text, name, inventory.clusters, source)
     apply_sets(imported.table, list(sets))

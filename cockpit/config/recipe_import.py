@@ -100,11 +100,25 @@ class Refused(InputError):
     def __init__(self, source: Path, key: str, message: str, line: int | None = None) -> None:
         super().__init__([Problem(str(source), line, key, message)])
 
+    def at(self, lines: dict[str, int]) -> Refused:
+        """The same refusal at the line of its top-level key in the source."""
+        problem = self.problems[0]
+        line = problem.line or lines.get(problem.field.split(".", 1)[0])
+        return Refused(Path(problem.file), problem.field, problem.message, line)
+
+
+@dataclass(frozen=True)
+class YamlRecipe:
+    """A parsed YAML recipe and the line of each top-level key (for the refusals)."""
+
+    data: dict[str, Any]
+    lines: dict[str, int]
+
 
 # --------------------------------------------------------------------------- reading
 
 
-def read_yaml(text: str, source: Path) -> tuple[dict[str, Any], dict[str, int]]:
+def read_yaml(text: str, source: Path) -> YamlRecipe:
     """The YAML mapping (safe_load: no tags that construct objects) and each top-level key's line;
     broken YAML is one problem naming file and line."""
     try:
@@ -118,7 +132,7 @@ def read_yaml(text: str, source: Path) -> tuple[dict[str, Any], dict[str, int]]:
     if not isinstance(data, dict):
         raise InputError([Problem(str(source), 1, "", "not a recipe: the YAML is not a mapping")])
     lines = {str(k.value): k.start_mark.line + 1 for k, _ in getattr(root, "value", [])}
-    return data, lines
+    return YamlRecipe(data, lines)
 
 
 def shell_syntax(command: str) -> str | None:
@@ -142,7 +156,7 @@ def shell_syntax(command: str) -> str | None:
     return None
 
 
-def split_command(command: str, source: Path, key: str) -> list[str]:
+def split_command(command: str, source: Path, key: str, line: int | None = None) -> list[str]:
     """A command line as argv words, line continuations joined; shell syntax refused."""
     joined = re.sub(r"\\[ \t]*\r?\n", " ", command)
     if found := shell_syntax(joined):
@@ -151,11 +165,12 @@ def split_command(command: str, source: Path, key: str) -> list[str]:
             key,
             f"shell syntax in the command ({found!r}): the cockpit starts vLLM with an argv, "
             "never through a shell; write the values out (quoted words stay words)",
+            line,
         )
     try:
         return shlex.split(joined)
     except ValueError as exc:
-        raise Refused(source, key, f"cannot split the command into words: {exc}") from exc
+        raise Refused(source, key, f"cannot split the command into words: {exc}", line) from exc
 
 
 def fill(template: str, values: dict[str, Any]) -> str:
@@ -292,11 +307,15 @@ def lane_nodes(flags: dict[str, Any], source: Path) -> int:
 def fitting_clusters(
     nodes: int, clusters: dict[str, Cluster], low: int, high: int | None, source: Path
 ) -> list[str]:
-    """Clusters of exactly the lane's node count, inside the source's min/max nodes."""
+    """Clusters of exactly the lane's node count, inside the source's min/max nodes; production
+    clusters last (the first is the lane's default: an imported lane is tried elsewhere first)."""
     if nodes < low or (high is not None and nodes > high):
         bounds = f"{low}..{high if high is not None else '∞'}"
         raise Refused(source, "min_nodes", f"TP {nodes} is outside the recipe's nodes {bounds}")
-    fits = [name for name, cluster in clusters.items() if len(cluster.nodes) == nodes]
+    fits = sorted(
+        (name for name, cluster in clusters.items() if len(cluster.nodes) == nodes),
+        key=lambda name: clusters[name].production,
+    )
     if not fits:
         sizes = ", ".join(f"{n} ({len(c.nodes)})" for n, c in clusters.items()) or "none"
         raise Refused(
@@ -341,9 +360,19 @@ def _model(repo: Any, revision: Any, metadata: dict[str, Any], kv_dtype: str) ->
 
 
 def from_yaml(
+    recipe: YamlRecipe, name: str, clusters: dict[str, Cluster], source: Path
+) -> Imported:
+    """A sparkrun recipe (v2, or v1: eugr's run-recipe YAML) as a cockpit recipe table; a
+    refusal names the line of the key it is about."""
+    try:
+        return _from_yaml(recipe.data, name, clusters, source)
+    except Refused as exc:
+        raise exc.at(recipe.lines) from None
+
+
+def _from_yaml(
     data: dict[str, Any], name: str, clusters: dict[str, Cluster], source: Path
 ) -> Imported:
-    """A sparkrun recipe (v2, or v1: eugr's run-recipe YAML) as a cockpit recipe table."""
     result = Imported({})
     version = str(data.get("recipe_version", "2"))
     if version not in ("1", "2"):
@@ -369,9 +398,7 @@ def from_yaml(
             else "not a sparkrun recipe key"
         )
         result.skip(str(key), why)
-    defaults = data.get("defaults") or {}
-    if not isinstance(defaults, dict):
-        raise Refused(source, "defaults", "must be a mapping")
+    defaults, env, metadata = (_mapping(data, k, source) for k in ("defaults", "env", "metadata"))
     values = {
         **defaults,
         "model": data.get("model", ""),
@@ -397,22 +424,29 @@ def from_yaml(
             if key not in used:
                 result.skip(f"defaults.{key}", "the command does not use it")
     try:
-        model, flags = parse_flags(words, result)
+        named, flags = parse_flags(words, result)
     except ValueError as exc:
         raise Refused(source, "command", str(exc)) from exc
-    if model and model != data.get("model"):
-        result.skip(f"model {model!r} of the command", f"the recipe serves {data.get('model')!r}")
+    if named and named != data.get("model"):
+        result.skip(f"model {named!r} of the command", f"the recipe serves {data.get('model')!r}")
     nodes = lane_nodes(flags, source)
     solo, cluster_only = bool(data.get("solo_only")), bool(data.get("cluster_only"))
-    low = max(int(data.get("min_nodes", 1)), 2 if cluster_only else 1)
-    high = 1 if solo else data.get("max_nodes")
+    low = max(_count(data, "min_nodes", source) or 1, 2 if cluster_only else 1)
+    high = 1 if solo else _count(data, "max_nodes", source)
     serve = serve_table(flags, result)
     serve.setdefault("served_model_name", str(data.get("model", "")))
-    metadata = data.get("metadata") or {}
+    model = _model(
+        data.get("model", ""),
+        data.get("model_revision"),
+        metadata,
+        str(serve.get("kv_cache_dtype", "auto")),
+    )
+    read = {"description", "num_kv_heads", "quantization"}
+    if "kv_bytes_per_token" in model:
+        read |= {"num_layers", "head_dim"}
     for key in metadata:
-        if key not in ("description", "num_kv_heads", "quantization"):
+        if key not in read:
             result.skip(f"metadata.{key}", "the cockpit reads the model's shape from its recipe")
-    env = data.get("env") or {}
     result.table = {
         "lane": {
             "name": name,
@@ -422,17 +456,28 @@ def from_yaml(
         },
         "image": _image(data.get("container")),
         "launcher": {"entrypoint": ["vllm", "serve"]},
-        "model": _model(
-            data.get("model", ""),
-            data.get("model_revision"),
-            metadata,
-            str(serve.get("kv_cache_dtype", "auto")),
-        ),
+        "model": model,
         "serve": serve,
         "env": {str(k): _env_value(str(k), v, values, result) for k, v in env.items()},
     }
     result.table["env"] = {k: v for k, v in result.table["env"].items() if v is not None}
     return result
+
+
+def _mapping(data: dict[str, Any], key: str, source: Path) -> dict[str, Any]:
+    value = data.get(key) or {}
+    if not isinstance(value, dict):
+        raise Refused(source, key, f"must be a mapping, got {type(value).__name__}")
+    return value
+
+
+def _count(data: dict[str, Any], key: str, source: Path) -> int | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise Refused(source, key, f"must be a node count, got {value!r}")
+    return value
 
 
 def _default_flag(key: str, value: Any) -> list[str]:
@@ -473,16 +518,14 @@ def from_script(text: str, name: str, clusters: dict[str, Cluster], source: Path
             continue
         assignment = re.fullmatch(r"(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)", stripped)
         if assignment:
-            words = split_command(assignment.group(2) or "''", source, f"line {number}")
+            words = split_command(assignment.group(2) or "''", source, "", number)
             env[assignment.group(1)] = " ".join(words)
             continue
-        words = split_command(stripped, source, f"line {number}")
-        if "vllm" not in words or words[words.index("vllm") + 1 : words.index("vllm") + 2] != [
-            "serve"
-        ]:
+        words = split_command(stripped, source, "", number)
+        start = words.index("vllm") if "vllm" in words else -1
+        if start < 0 or words[start + 1 : start + 2] != ["serve"]:
             result.skip(f"line {number}", f"{stripped[:60]!r}: not a vLLM serve line or a variable")
             continue
-        start = words.index("vllm")
         if start:
             image = image or (words[start - 1] if words[0] == "docker" else None)
             for index, word in enumerate(words[: start - 1]):

@@ -73,7 +73,7 @@ def test_each_fixture_imports_loads_and_plans(fixture: str, tmp_path: Path) -> N
     source = FIXTURES / fixture
     name = source.stem
     if source.suffix == ".yaml":
-        imported = from_yaml(read_yaml(source.read_text(), source)[0], name, clusters, source)
+        imported = from_yaml(read_yaml(source.read_text(), source), name, clusters, source)
     else:
         imported = from_script(source.read_text(), name, clusters, source)
     apply_sets(imported.table, [DIGEST, *MODEL_FACTS, *sets])
@@ -149,7 +149,7 @@ def test_shell_syntax_in_a_command_is_refused_in_one_line(command: str, tmp_path
     source = _write(tmp_path, "bad.yaml", f"model: a/b\ndefaults: {{}}\ncommand: '{command}'\n")
     with pytest.raises(InputError, match="shell syntax in the command"):
         from_yaml(
-            read_yaml(source.read_text(), source)[0], "bad", load_inventory(inv).clusters, source
+            read_yaml(source.read_text(), source), "bad", load_inventory(inv).clusters, source
         )
 
 
@@ -161,7 +161,7 @@ def test_a_default_that_brings_shell_syntax_into_the_command_is_refused(tmp_path
     )
     clusters = load_inventory(PROJECT_RECIPES).clusters
     with pytest.raises(InputError, match="shell syntax"):
-        from_yaml(read_yaml(source.read_text(), source)[0], "bad", clusters, source)
+        from_yaml(read_yaml(source.read_text(), source), "bad", clusters, source)
 
 
 def test_quoted_shell_text_stays_one_word_and_reaches_bash_quoted(tmp_path: Path) -> None:
@@ -179,7 +179,7 @@ def test_quoted_shell_text_stays_one_word_and_reaches_bash_quoted(tmp_path: Path
         f"  vllm serve {{model}} -tp {{tensor_parallel}} --chat-template '{hostile}'\n",
     )
     imported = from_yaml(
-        read_yaml(source.read_text(), source)[0], "q", load_inventory(inv).clusters, source
+        read_yaml(source.read_text(), source), "q", load_inventory(inv).clusters, source
     )
     apply_sets(
         imported.table,
@@ -245,7 +245,7 @@ def test_unknown_and_unsupported_keys_are_reported(tmp_path: Path) -> None:
         "defaults: {tensor_parallel: 2, unused: 3}\ncommand: vllm serve {model} -tp {tensor_parallel}\n",
     )
     clusters = load_inventory(PROJECT_RECIPES).clusters
-    imported = from_yaml(read_yaml(source.read_text(), source)[0], "u", clusters, source)
+    imported = from_yaml(read_yaml(source.read_text(), source), "u", clusters, source)
     lines = imported.lines()
     assert "not imported: frobnicate (not a sparkrun recipe key)" in lines
     assert any(
@@ -279,7 +279,15 @@ def test_cli_refusals_and_guidance(tmp_path: Path) -> None:
     source = _write(tmp_path, "sg.yaml", "model: a/b\nruntime: sglang\ncommand: sglang serve x\n")
     refused = run_cockpit("--inventory", PROJECT_RECIPES, "recipe", "import", source)
     assert refused.returncode == 2
-    assert "runtime: runtime 'sglang': the cockpit runs vLLM lanes only" in refused.stderr
+    assert (
+        f"{source}:2: runtime: runtime 'sglang': the cockpit runs vLLM lanes only" in refused.stderr
+    )
+    escape = run_cockpit(
+        "--inventory", PROJECT_RECIPES, "recipe", "import", FIXTURES / "minimax-m2.7-nvfp4-vllm.yaml",
+        "--name", "../escaped", "--out", tmp_path / "out",
+    )  # fmt: skip
+    assert escape.returncode == 2 and "lane.name" in escape.stderr
+    assert not (tmp_path / "escaped.toml").exists() and not (tmp_path / "out").exists()
     pp = _write(tmp_path, "pp.yaml", "model: a/b\ncommand: vllm serve {model} -tp 1 -pp 2\n")
     result = run_cockpit("--inventory", PROJECT_RECIPES, "recipe", "import", pp)
     assert result.returncode == 2 and "pipeline parallelism is not supported" in result.stderr
@@ -296,7 +304,7 @@ def test_an_eugr_v1_recipe_with_brace_escapes_and_ray(tmp_path: Path) -> None:
         '    --compilation-config \'{{"cudagraph_mode":"none","x":{{"y":false}}}}\'\n',
     )
     clusters = load_inventory(PROJECT_RECIPES).clusters
-    imported = from_yaml(read_yaml(source.read_text(), source)[0], "m", clusters, source)
+    imported = from_yaml(read_yaml(source.read_text(), source), "m", clusters, source)
     assert imported.table["serve"]["compilation_config"] == {
         "cudagraph_mode": "none",
         "x": {"y": False},
@@ -317,7 +325,7 @@ def test_a_command_less_recipe_takes_its_flags_from_defaults(tmp_path: Path) -> 
         "enable_prefix_caching: false, tool_call_parser: x, host: 0.0.0.0}\n",
     )
     clusters = load_inventory(PROJECT_RECIPES).clusters
-    imported = from_yaml(read_yaml(source.read_text(), source)[0], "d", clusters, source)
+    imported = from_yaml(read_yaml(source.read_text(), source), "d", clusters, source)
     serve = imported.table["serve"]
     assert serve["max_num_seqs"] == 4 and serve["enable_prefix_caching"] is False
     assert serve["extra_args"] == {"tool-call-parser": "x"}
