@@ -57,7 +57,7 @@ WHY_NOT = {
     "past its NCCL init",
     "benchmark": "benches are `cockpit bench` plans, not part of the recipe",
     "overrides": "conditional layers sparkrun picks per host or cluster; a cockpit recipe is one "
-    "fixed contract: import each case as its own recipe",
+    "fixed contract: import what `sparkrun export recipe --realize` writes for those hosts",
     "containers": "per-host images; a cockpit lane runs one image on every rank",
     "builder": "sparkrun builds images; the cockpit runs an image by digest",
     "builder_config": "sparkrun builds images; the cockpit runs an image by digest",
@@ -264,7 +264,7 @@ def serve_table(flags: dict[str, Any], result: Imported) -> dict[str, Any]:
                 "the cockpit starts vLLM's own multi-node backend (--nnodes/--node-rank), not Ray",
             )
         elif name == "revision":
-            result.skip("--revision", "the snapshot is pinned by model.revision and mounted")
+            continue  # carried over as model.revision: the pinned snapshot is mounted
         elif value is True and negated != name and negated.replace("-", "_") in BOOL_FIELDS:
             serve[negated.replace("-", "_")] = False
         elif key in BOOL_FIELDS:
@@ -382,7 +382,7 @@ def _from_yaml(
             source,
             "include",
             f"the recipe includes {data['include']!r}, which only sparkrun's registries resolve: "
-            "import the resolved recipe (`sparkrun export recipe`)",
+            "import the flattened recipe `sparkrun export recipe` writes",
         )
     runtime = str(data.get("runtime", ""))
     if runtime not in RUNTIMES:
@@ -429,6 +429,9 @@ def _from_yaml(
         raise Refused(source, "command", str(exc)) from exc
     if named and named != data.get("model"):
         result.skip(f"model {named!r} of the command", f"the recipe serves {data.get('model')!r}")
+    revision = data.get("model_revision") or flags.get("revision")
+    if flags.get("revision") not in (None, revision):
+        result.skip(f"--revision {flags['revision']}", f"model_revision {revision!r} is the pin")
     nodes = lane_nodes(flags, source)
     solo, cluster_only = bool(data.get("solo_only")), bool(data.get("cluster_only"))
     low = max(_count(data, "min_nodes", source) or 1, 2 if cluster_only else 1)
@@ -437,7 +440,7 @@ def _from_yaml(
     serve.setdefault("served_model_name", str(data.get("model", "")))
     model = _model(
         data.get("model", ""),
-        data.get("model_revision"),
+        revision,
         metadata,
         str(serve.get("kv_cache_dtype", "auto")),
     )
@@ -560,7 +563,9 @@ def from_script(text: str, name: str, clusters: dict[str, Cluster], source: Path
         },
         "image": _image(image),
         "launcher": {"entrypoint": ["vllm", "serve"]},
-        "model": _model(model or "", None, {}, str(serve.get("kv_cache_dtype", "auto"))),
+        "model": _model(
+            model or "", flags.get("revision"), {}, str(serve.get("kv_cache_dtype", "auto"))
+        ),
         "serve": serve,
         "env": env,
     }

@@ -300,7 +300,7 @@ def test_an_eugr_v1_recipe_with_brace_escapes_and_ray(tmp_path: Path) -> None:
         "m.yaml",
         'recipe_version: "1"\nname: MiniMax\nmodel: a/b\ncluster_only: true\n'
         "defaults: {tensor_parallel: 2, port: 8000}\ncommand: |\n"
-        "  vllm serve a/b -tp {tensor_parallel} --port {port} --distributed-executor-backend ray \\\n"
+        "  vllm serve a/b -tp {tensor_parallel} --port {port} --distributed-executor-backend ray --revision abcdef01 \\\n"
         '    --compilation-config \'{{"cudagraph_mode":"none","x":{{"y":false}}}}\'\n',
     )
     clusters = load_inventory(PROJECT_RECIPES).clusters
@@ -310,6 +310,7 @@ def test_an_eugr_v1_recipe_with_brace_escapes_and_ray(tmp_path: Path) -> None:
         "x": {"y": False},
     }
     assert imported.table["lane"]["nodes"] == 2
+    assert imported.table["model"]["revision"] == "abcdef01"
     lines = imported.lines()
     assert any(
         line.startswith("not imported: --distributed-executor-backend ray") for line in lines
