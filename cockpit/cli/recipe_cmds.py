@@ -3,7 +3,9 @@ loader before a byte is written (what it writes, `validate` accepts)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -18,6 +20,7 @@ from cockpit.config.recipe_import import (
     from_script,
     from_yaml,
     lane_name,
+    model_facts,
     read_yaml,
     to_toml,
 )
@@ -35,6 +38,8 @@ DIGEST_HINT = (
     "inspect --format '{{.Id}}' TAG`) so preflight can check each node holds that image"
 )
 
+CONFIG_FIELDS = ("model.num_attention_heads", "model.num_kv_heads", "model.max_model_len")
+
 
 def _read(source: Path) -> str:
     try:
@@ -45,11 +50,28 @@ def _read(source: Path) -> str:
         raise InputError([Problem(str(source), None, "", "not UTF-8 text")]) from exc
 
 
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(_read(path))
+    except json.JSONDecodeError as exc:
+        raise InputError([Problem(str(path), exc.lineno, "", f"invalid JSON: {exc.msg}")]) from exc
+    if not isinstance(data, dict):
+        raise InputError([Problem(str(path), 1, "", "not a model config: not a JSON object")])
+    return data
+
+
 def _hints(problems: list[Problem]) -> list[str]:
     """What to pass to fill each problem the loader found in the draft."""
     hints = []
     for problem in problems:
-        if problem.message == "required key is missing":
+        if problem.message != "required key is missing":
+            continue
+        if problem.field in CONFIG_FIELDS:
+            hints.append(
+                f"hint: fill it with --model-config CONFIG.json (the model's Hugging Face "
+                f"config) or --set {problem.field}=VALUE"
+            )
+        else:
             hints.append(f"hint: fill it with --set {problem.field}=VALUE")
     return list(dict.fromkeys(hints))
 
@@ -82,6 +104,12 @@ def recipe_group() -> None:
     metavar="FIELD=VALUE",
     help="Fill or change a recipe field, e.g. --set model.num_attention_heads=48 (repeatable).",
 )
+@click.option(
+    "--model-config",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="The model's Hugging Face config.json: head counts, maximum context, architecture "
+    "and KV bytes per token for [model] (a --set still wins).",
+)
 @click.option("--dry-run", is_flag=True, help="Print the recipe; write nothing.")
 @click.pass_context
 def import_cmd(
@@ -91,6 +119,7 @@ def import_cmd(
     name: str | None,
     out: Path | None,
     sets: tuple[str, ...],
+    model_config: Path | None,
     dry_run: bool,
 ) -> None:
     """Write a cockpit recipe from a sparkrun recipe or an eugr launch; what cannot be carried
@@ -104,6 +133,9 @@ def import_cmd(
         imported: Imported = from_yaml(read_yaml(text, source), name, inventory.clusters, source)
     else:
         imported = from_script(text, name, inventory.clusters, source)
+    if model_config is not None:
+        kv_dtype = str(imported.table["serve"].get("kv_cache_dtype", "auto"))
+        imported.table["model"].update(model_facts(_read_json(model_config), kv_dtype))
     apply_sets(imported.table, list(sets))
     target = (out or inventory.root) / f"{name}.toml"
     if not dry_run and target.exists():

@@ -572,6 +572,30 @@ def from_script(text: str, name: str, clusters: dict[str, Cluster], source: Path
     return result
 
 
+def model_facts(config: dict[str, Any], kv_dtype: str) -> dict[str, Any]:
+    """What a Hugging Face config.json tells the recipe's [model] (a multimodal model's text
+    config when it has one): head counts for the TP check, the maximum context, the KV bytes per
+    token for the KV pane."""
+    text = config.get("text_config") if "num_attention_heads" not in config else config
+    text = text if isinstance(text, dict) else config
+    facts: dict[str, Any] = {}
+    heads = text.get("num_attention_heads")
+    if isinstance(heads, int):
+        facts["num_attention_heads"] = heads
+        facts["num_kv_heads"] = text.get("num_key_value_heads") or heads
+    if isinstance(text.get("max_position_embeddings"), int):
+        facts["max_model_len"] = text["max_position_embeddings"]
+    architectures = config.get("architectures") or text.get("architectures")
+    if isinstance(architectures, list) and architectures:
+        facts["architecture"] = str(architectures[0])
+    layers, hidden = text.get("num_hidden_layers"), text.get("hidden_size")
+    dim = text.get("head_dim") or (hidden // heads if isinstance(hidden, int) and heads else None)
+    kv = facts.get("num_kv_heads")
+    if all(isinstance(v, int) for v in (layers, dim, kv)) and kv_dtype in KV_DTYPE_BYTES:
+        facts["kv_bytes_per_token"] = 2 * layers * kv * dim * KV_DTYPE_BYTES[kv_dtype]
+    return facts
+
+
 def apply_sets(table: dict[str, Any], sets: list[str]) -> None:
     """`--set serve.max_num_seqs=64`: a value as TOML (a number, true, "text", [1, 2]), else
     the text itself, at a dotted path of the recipe."""

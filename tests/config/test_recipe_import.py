@@ -129,7 +129,8 @@ def test_dry_run_prints_the_draft_and_writes_nothing(tmp_path: Path) -> None:
     assert result.stdout.startswith("# Imported by `cockpit recipe import`")
     assert 'repo = "nvidia/MiniMax-M2.7-NVFP4"' in result.stdout
     assert "model.num_attention_heads: required key is missing" in result.stderr
-    assert "hint: fill it with --set model.num_attention_heads=VALUE" in result.stderr
+    assert "hint: fill it with --model-config CONFIG.json" in result.stderr
+    assert "hint: fill it with --set model.revision=VALUE" in result.stderr
     assert sorted(inv.iterdir()) == before
 
 
@@ -334,3 +335,23 @@ def test_a_command_less_recipe_takes_its_flags_from_defaults(tmp_path: Path) -> 
         "not imported: --host (the cockpit sets it from the cluster and the rank)"
         in imported.lines()
     )
+
+
+def test_the_models_config_fills_its_shape(tmp_path: Path) -> None:
+    """config.json here is trimmed to the fields the import reads (test values)."""
+    inv = _copy(PROJECT_RECIPES, tmp_path)
+    source = FIXTURES / "minimax-m2.7-nvfp4-vllm.yaml"
+    sets = [DIGEST, "model.revision=0123abcd", "serve.max_num_seqs=8"]
+    sets += ["serve.max_num_batched_tokens=8192"]
+    result = run_cockpit(
+        "--inventory", inv, "recipe", "import", source, "--name", "mm",
+        "--model-config", FIXTURES / "minimax-config.json", *[a for s in sets for a in ("--set", s)],
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    model = load_inventory(inv).recipe("mm").model
+    assert (model.num_attention_heads, model.num_kv_heads, model.max_model_len) == (48, 8, 196608)
+    assert model.architecture == "MiniMaxM2ForCausalLM"
+    assert model.kv_bytes_per_token == 2 * 62 * 8 * 128 * 2  # layers, KV heads, head dim, bf16
+    broken = _write(tmp_path, "c.json", '{"num_attention_heads": 4,\n oops}')
+    bad = run_cockpit("--inventory", inv, "recipe", "import", source, "--model-config", broken)
+    assert bad.returncode == 2 and f"error: {broken}:2: invalid JSON" in bad.stderr
