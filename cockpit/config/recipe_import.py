@@ -76,7 +76,7 @@ JSON_FIELDS = (
 BOOL_FIELDS = ("enable_prefix_caching", "trust_remote_code", "enable_flashinfer_autotune")
 NUMBER_FIELDS = ("max_model_len", "max_num_seqs", "max_num_batched_tokens")
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
-SHELL_OPERATORS = set(";&|<>()`$")
+SHELL_OPERATORS = set(";&|<>()`$*?\n")  # a line break ends a shell command too
 KV_DTYPE_BYTES = {"fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "bfloat16": 2, "float16": 2, "auto": 2}
 
 
@@ -158,7 +158,7 @@ def shell_syntax(command: str) -> str | None:
 
 def split_command(command: str, source: Path, key: str, line: int | None = None) -> list[str]:
     """A command line as argv words, line continuations joined; shell syntax refused."""
-    joined = re.sub(r"\\[ \t]*\r?\n", " ", command)
+    joined = re.sub(r"\\[ \t]*\r?\n", " ", command).strip()
     if found := shell_syntax(joined):
         raise Refused(
             source,
@@ -168,7 +168,7 @@ def split_command(command: str, source: Path, key: str, line: int | None = None)
             line,
         )
     try:
-        return shlex.split(joined)
+        return shlex.split(joined, comments=True)  # a shell's `#` starts a comment
     except ValueError as exc:
         raise Refused(source, key, f"cannot split the command into words: {exc}", line) from exc
 

@@ -3,6 +3,7 @@ accepts and the planner places; shell syntax never reaches a node; nothing is dr
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -141,13 +142,17 @@ HOSTILE_COMMANDS = [
     'vllm serve {model} --chat-template "$HOME/x"',
     "vllm serve {model} --max-num-seqs 8 && reboot",
     "vllm serve {model} --max-num-seqs 8 > /etc/passwd",
+    "vllm serve {model} --max-num-seqs 8\n  rm -rf /",
+    "vllm serve {model} --chat-template /etc/*",
 ]
 
 
 @pytest.mark.parametrize("command", HOSTILE_COMMANDS)
 def test_shell_syntax_in_a_command_is_refused_in_one_line(command: str, tmp_path: Path) -> None:
     inv = _copy(PROJECT_RECIPES, tmp_path)
-    source = _write(tmp_path, "bad.yaml", f"model: a/b\ndefaults: {{}}\ncommand: '{command}'\n")
+    text = f"model: a/b\ndefaults: {{}}\ncommand: {json.dumps(command)}\n"  # JSON is YAML
+    source = _write(tmp_path, "bad.yaml", text)
+    assert read_yaml(text, source).data["command"] == command
     with pytest.raises(InputError, match="shell syntax in the command"):
         from_yaml(
             read_yaml(source.read_text(), source), "bad", load_inventory(inv).clusters, source
