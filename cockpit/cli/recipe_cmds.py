@@ -3,6 +3,7 @@ loader before a byte is written (what it writes, `validate` accepts)."""
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from cockpit.config.recipe_import import (
 )
 from cockpit.config.toml_source import parse_toml
 from cockpit.errors import InputError, Problem
-from cockpit.printable import printable
+from cockpit.redact import REDACTED, is_secret_name, redact_env, shown
 
 YAML_SUFFIXES = (".yaml", ".yml")
 DIGEST_HINT = (
@@ -48,6 +49,21 @@ def _read(source: Path) -> str:
         raise InputError([Problem(str(source), None, "", f"cannot read: {exc.strerror}")]) from exc
     except UnicodeDecodeError as exc:
         raise InputError([Problem(str(source), None, "", "not UTF-8 text")]) from exc
+
+
+def _for_display(imported: Imported) -> Imported:
+    """The draft as an output may show it: secret-named env values and flags redacted (the
+    file written keeps them: it is the recipe)."""
+    table = copy.deepcopy(imported.table)
+    if isinstance(env := table.get("env"), dict):
+        table["env"] = redact_env({str(k): str(v) for k, v in env.items()})
+    serve = table.get("serve")
+    if isinstance(serve, dict) and isinstance(extra := serve.get("extra_args"), dict):
+        serve["extra_args"] = {
+            k: REDACTED if is_secret_name(k) and not isinstance(v, bool) else v
+            for k, v in extra.items()
+        }
+    return Imported(table, imported.not_imported)
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -110,7 +126,9 @@ def recipe_group() -> None:
     help="The model's Hugging Face config.json: head counts, maximum context, architecture "
     "and KV bytes per token for [model] (a --set still wins).",
 )
-@click.option("--dry-run", is_flag=True, help="Print the recipe; write nothing.")
+@click.option(
+    "--dry-run", is_flag=True, help="Print the recipe (secrets as <redacted>); write nothing."
+)
 @click.pass_context
 def import_cmd(
     ctx: click.Context,
@@ -142,18 +160,15 @@ def import_cmd(
         raise InputError(f"{target} exists: choose another --name, or remove it first")
     rendered = to_toml(imported, source, kind)
     for line in imported.lines():
-        click.echo(printable(line), err=True)
-    ref = str(imported.table.get("image", {}).get("ref", ""))
+        click.echo(shown(line), err=True)
+    image = imported.table.get("image")
+    ref = str(image.get("ref", "")) if isinstance(image, dict) else ""
     if not is_digest_ref(ref):
         said = f"image {ref!r} is not a digest pin" if ref else "the source names no image"
-        click.echo(printable(f"note: {said}; {DIGEST_HINT}"), err=True)
-    try:
-        src = parse_toml(rendered, target)
-    except InputError as exc:  # a --set value TOML cannot hold
-        raise InputError(exc.problems) from None
-    _, problems = validate_recipe(src, inventory.clusters)
+        click.echo(shown(f"note: {said}; {DIGEST_HINT}"), err=True)
+    _, problems = validate_recipe(parse_toml(rendered, target), inventory.clusters)
     if dry_run:
-        click.echo(rendered, nl=False)
+        click.echo(to_toml(_for_display(imported), source, kind), nl=False)
     if problems:
         for hint in _hints(problems):
             click.echo(hint, err=True)

@@ -24,7 +24,7 @@ import yaml
 from cockpit.config.models import NAME_PATTERN, Cluster, ServeContract
 from cockpit.config.rules import RENDERED_FLAGS
 from cockpit.errors import InputError, Problem
-from cockpit.printable import printable
+from cockpit.redact import shown
 
 # sparkrun 0.4.2's top-level recipe keys (sparkrun/core/recipe.py, _KNOWN_KEYS).
 SPARKRUN_KEYS = frozenset(
@@ -507,6 +507,22 @@ def _env_value(key: str, value: Any, values: dict[str, Any], result: Imported) -
     return text
 
 
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """Lines with their backslash continuations joined, each with the file line it starts on."""
+    joined: list[tuple[int, str]] = []
+    pending: tuple[int, str] | None = None
+    for number, line in enumerate(text.splitlines(), 1):
+        start, before = pending or (number, "")
+        if re.search(r"\\[ \t]*$", line):
+            pending = (start, before + re.sub(r"\\[ \t]*$", " ", line))
+        else:
+            joined.append((start, before + line))
+            pending = None
+    if pending:
+        joined.append(pending)
+    return joined
+
+
 def from_script(text: str, name: str, clusters: dict[str, Cluster], source: Path) -> Imported:
     """An eugr launch (a profile script, an env file, or the ranks' command lines: workers
     `--headless` first, head last) as a cockpit recipe table."""
@@ -514,8 +530,7 @@ def from_script(text: str, name: str, clusters: dict[str, Cluster], source: Path
     env: dict[str, str] = {}
     ranks: list[tuple[int, list[str]]] = []
     image = None
-    lines = re.sub(r"\\[ \t]*\r?\n", " ", text).splitlines()
-    for number, line in enumerate(lines, 1):
+    for number, line in _logical_lines(text):
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
@@ -549,10 +564,11 @@ def from_script(text: str, name: str, clusters: dict[str, Cluster], source: Path
         same = {k: v for k, v in worker_flags.items() if k not in RENDERED_FLAGS}
         if same != {k: v for k, v in flags.items() if k not in RENDERED_FLAGS}:
             result.skip(f"line {number}", "a rank whose flags differ from the head's")
-    nodes = int(str(flags.get("nnodes", 1))) if str(flags.get("nnodes", 1)).isdigit() else 1
-    tp = lane_nodes(flags, source)
-    if nodes != tp:
-        raise Refused(source, "", f"--nnodes {nodes} with TP {tp}: the cockpit runs TP = nodes")
+    nodes = lane_nodes(flags, source)  # a profile without --nnodes: its launcher adds TP ranks
+    if str(flags.get("nnodes", nodes)) != str(nodes):
+        raise Refused(
+            source, "", f"--nnodes {flags['nnodes']} with TP {nodes}: the cockpit runs TP = nodes"
+        )
     serve = serve_table(flags, result)
     serve.setdefault("served_model_name", str(model or ""))
     result.table = {
@@ -621,9 +637,9 @@ def to_toml(imported: Imported, source: Path, kind: str) -> str:
     the record the import printed)."""
     document = tomlkit.document()
     head = f"Imported by `cockpit recipe import` from {source.name} ({kind})."
-    document.add(tomlkit.comment(printable(head)))
-    for line in imported.lines():
-        document.add(tomlkit.comment(printable(line)))
+    document.add(tomlkit.comment(shown(head)))
+    for line in imported.lines():  # a value left out is not kept: a secret's stays hidden
+        document.add(tomlkit.comment(shown(line)))
     document.add(tomlkit.nl())
     for section in ("lane", "image", "launcher", "model", "serve", "env"):
         document[section] = imported.table.get(section, {})

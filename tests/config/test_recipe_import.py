@@ -360,3 +360,47 @@ def test_the_models_config_fills_its_shape(tmp_path: Path) -> None:
     broken = _write(tmp_path, "c.json", '{"num_attention_heads": 4,\n oops}')
     bad = run_cockpit("--inventory", inv, "recipe", "import", source, "--model-config", broken)
     assert bad.returncode == 2 and f"error: {broken}:2: invalid JSON" in bad.stderr
+
+
+def test_an_eugr_docker_run_line_gives_its_image_and_env(tmp_path: Path) -> None:
+    source = _write(
+        tmp_path,
+        "run.sh",
+        "HF_HUB_OFFLINE=1\n"
+        "docker run -d --gpus all -e NCCL_DEBUG=INFO vllm-node@sha256:0123456789abcdef \\\n"
+        "  vllm serve a/b -tp 2 --max-num-seqs 4\n"
+        "sleep 5\n",
+    )
+    imported = from_script(
+        source.read_text(), "run", load_inventory(PROJECT_RECIPES).clusters, source
+    )
+    assert imported.table["image"]["ref"] == "vllm-node@sha256:0123456789abcdef"
+    assert imported.table["env"] == {"HF_HUB_OFFLINE": "1", "NCCL_DEBUG": "INFO"}
+    assert imported.table["lane"]["nodes"] == 2
+    lines = imported.lines()
+    assert "not imported: line 2 before vllm (the cockpit writes its own `docker run`)" in lines
+    assert any(line.startswith("not imported: line 4 ('sleep 5'") for line in lines)
+    hostile = _write(tmp_path, "h.sh", "vllm serve a/b --port $PORT\n")
+    with pytest.raises(InputError) as refused:
+        from_script(hostile.read_text(), "h", load_inventory(PROJECT_RECIPES).clusters, hostile)
+    assert str(refused.value).startswith(f"{hostile}:1: shell syntax in the command")
+
+
+def test_dry_run_shows_no_secret_and_the_file_keeps_it(tmp_path: Path) -> None:
+    inv = _copy(PROJECT_RECIPES, tmp_path)
+    secret = "s3cr3t-value-123456"
+    source = _write(
+        tmp_path,
+        "s.yaml",
+        f"model: a/b\ncontainer: r@sha256:0123456789abcdef\nmin_nodes: 2\nenv: {{HF_TOKEN: {secret}}}\n"
+        f"command: vllm serve {{model}} -tp 2 --api-key {secret} --api-key {secret}x --max-model-len 8 "
+        "--max-num-seqs 1 --max-num-batched-tokens 8 --gpu-memory-utilization 0.5\n",
+    )
+    sets = [a for s in MODEL_FACTS for a in ("--set", s)]
+    shown_run = run_cockpit("--inventory", inv, "recipe", "import", source, "--dry-run", *sets)
+    assert shown_run.returncode == 0, shown_run.stderr
+    assert secret not in shown_run.stdout + shown_run.stderr
+    assert 'HF_TOKEN = "<redacted>"' in shown_run.stdout
+    written = run_cockpit("--inventory", inv, "recipe", "import", source, *sets)
+    assert written.returncode == 0 and secret not in written.stderr
+    assert f'HF_TOKEN = "{secret}"' in (inv / "s.toml").read_text()
