@@ -41,6 +41,7 @@ COMMAND_MODULES = {
     "logs": "logs_cmd",
     "exporter": "exporter_cmd",
     "history": "history_cmd",
+    "recipe": "recipe_cmds",
 }
 OPENS_TUI = {"tui", "demo"}
 """Commands that resume the garbage collector themselves, once their first frame is painted."""

@@ -18,7 +18,7 @@ from cockpit.config.clusters import Breakage, load_clusters
 from cockpit.config.models import Cluster, Node, Recipe, SshSettings
 from cockpit.config.problems import pydantic_problems
 from cockpit.config.rules import check_nul, check_recipe
-from cockpit.config.toml_source import read_toml
+from cockpit.config.toml_source import TomlSource, read_toml
 from cockpit.errors import InputError, Problem
 from cockpit.redact import is_secret_name, remember
 
@@ -113,6 +113,14 @@ def _load_recipe(
         src = read_toml(path)
     except InputError as exc:
         return None, exc.problems
+    return validate_recipe(src, clusters, broken)
+
+
+def validate_recipe(
+    src: TomlSource, clusters: dict[str, Cluster] | None, broken: frozenset[str] = frozenset()
+) -> tuple[Recipe | None, list[Problem]]:
+    """Every check a recipe file gets, on parsed TOML: `recipe import` runs a recipe it has not
+    written yet through the same checks, so what it writes loads."""
     if nul := check_nul(src):
         return None, nul
     try:
@@ -120,11 +128,11 @@ def _load_recipe(
     except ValidationError as exc:
         return None, pydantic_problems(src, Recipe, exc)
     problems = check_recipe(recipe, src, clusters, broken)
-    if recipe.lane.name != path.stem:
+    if recipe.lane.name != src.path.stem:
         problems.append(
             src.problem(
                 ("lane", "name"),
-                f"lane name {recipe.lane.name!r} must match the file name {path.stem!r}",
+                f"lane name {recipe.lane.name!r} must match the file name {src.path.stem!r}",
             )
         )
     return (None if problems else recipe), problems

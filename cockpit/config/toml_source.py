@@ -228,6 +228,11 @@ def read_toml(path: Path) -> TomlSource:
         raise InputError([Problem(str(path), None, "", f"cannot read: {exc.strerror}")]) from exc
     except UnicodeDecodeError as exc:
         raise InputError([Problem(str(path), None, "", "not UTF-8 text")]) from exc
+    return parse_toml(text, path)
+
+
+def parse_toml(text: str, path: Path) -> TomlSource:
+    """Parse TOML text as the file `path` (a file not written yet is checked like one on disk)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
