@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from cockpit import __version__
+from cockpit.cli.completion import COMPLETE_VAR, with_completion
 from cockpit.cli.guided import GuidedGroup
 from cockpit.errors import CockpitError, InputError
 from cockpit.redact import shown
@@ -42,6 +43,7 @@ COMMAND_MODULES = {
     "exporter": "exporter_cmd",
     "history": "history_cmd",
     "recipe": "recipe_cmds",
+    "completion": "completion",
 }
 OPENS_TUI = {"tui", "demo"}
 """Commands that resume the garbage collector themselves, once their first frame is painted."""
@@ -91,7 +93,7 @@ class LazyGroup(GuidedGroup):
             return _needs_simulator(cmd_name)
         if cmd_name not in OPENS_TUI:
             resume_collector()  # loaded: collect as usual from here on
-        return next(c for c in module.COMMANDS if c.name == cmd_name)
+        return with_completion(next(c for c in module.COMMANDS if c.name == cmd_name))
 
 
 @click.group(
@@ -121,7 +123,7 @@ def main() -> None:
     """Console-script entry: CockpitError becomes one line on stderr and its exit code."""
     pause_collector()  # until the command is loaded (cockpit.startup)
     try:
-        result = cli.main(standalone_mode=False)
+        result = cli.main(standalone_mode=False, complete_var=COMPLETE_VAR)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
