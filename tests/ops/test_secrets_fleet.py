@@ -163,10 +163,16 @@ async def test_the_secrets_appear_in_no_output_no_file_and_no_command_line(
     )
     assert "'api_key': ['<redacted>']" in outputs["TUI store log lines"]  # vLLM 0.32's list
     for report in sorted((tmp_path / "reports").glob("*")):
-        if report.is_file():
-            outputs[f"report {report.name}"] = report.read_text()
-    assert any(name.startswith("report ") and name.endswith(".md") for name in outputs)
+        if report.is_file():  # the pictures too: bytes, each as one character (latin-1)
+            outputs[f"report {report.name}"] = report.read_bytes().decode("latin-1")
+    assert {n.rsplit(".", 1)[-1] for n in outputs if n.startswith("report ")} >= {
+        "json", "md", "svg", "png", "html"
+    }  # fmt: skip
     outputs["boot history"] = history.path.read_text()
+    stored = sorted((tmp_path / "state").glob("history.db*"))  # the bench's history store
+    assert stored
+    for db in stored:
+        outputs[f"history {db.name}"] = db.read_bytes().decode("latin-1")
     for name, text in outputs.items():
         assert _leaks(text, values) == [], f"{name} shows {_leaks(text, values)}"
 
