@@ -8,8 +8,8 @@ authentication of its own and shows the whole fleet.
 
 from __future__ import annotations
 
-import errno
 import shlex
+import socket
 import sys
 from pathlib import Path
 
@@ -38,6 +38,18 @@ def served_command(inventory_dir: Path, reports: Path) -> str:
             str(reports.resolve()),
         ]
     )
+
+
+def refuse_unbindable(host: str, port: int, listen: str) -> None:
+    """Refuse, in one line, an address taken or not this host's, before textual-serve's banner
+    (it binds only after printing it)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as aiohttp binds
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise InputError(f"--listen {listen}: {exc.strerror or exc}") from None
 
 
 @click.command("serve")
@@ -81,13 +93,11 @@ def serve(ctx: click.Context, listen: str, allow_remote: bool, reports: Path) ->
 
     command = served_command(inventory_dir, reports)
     server = WebServer(command, host=host, port=port, title="cockpit (read-only)")
+    refuse_unbindable(host, port, listen)
     click.echo(f"serving http://{listen} (read-only: {command})", err=True)
-    try:
-        server.serve()
-    except OSError as exc:  # the address is taken or not this host's
-        if exc.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL):
-            raise
-        raise InputError(f"--listen {listen}: {exc.strerror or exc}") from None
+    server.serve()
+    if server.exit_code:
+        sys.exit(server.exit_code)
 
 
 COMMANDS = [serve]

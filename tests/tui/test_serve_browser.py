@@ -54,6 +54,21 @@ def test_a_non_loopback_listen_address_is_refused_in_one_line() -> None:
     ]
 
 
+def test_port_0_and_a_taken_port_are_refused_in_one_line() -> None:
+    assert run_cockpit("serve", "--listen", "127.0.0.1:0").stderr.strip().splitlines() == [
+        "error: --listen 127.0.0.1:0: the web view needs a fixed port, e.g. 127.0.0.1:8765"
+    ]
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        listen = f"127.0.0.1:{taken.getsockname()[1]}"
+        result = run_cockpit("serve", "--listen", listen)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        f"error: --listen {listen}: Address already in use"
+    ]
+
+
 def test_the_served_command_is_the_readonly_tui_on_the_same_inventory(tmp_path: Path) -> None:
     argv = shlex.split(served_command(tmp_path / "inv", Path("reports")))
     assert argv[:3] == [sys.executable, "-m", "cockpit"]
@@ -293,7 +308,7 @@ async def test_headless_chromium_shows_the_readonly_nodes_pane_with_live_figures
         assert _containers(fleet) == ""
 
         server.send_signal(signal.SIGTERM)  # the browser still connected: its app quits too
-        assert await asyncio.to_thread(server.wait, 30) == 0
+        assert await asyncio.to_thread(server.wait, 30) == 128 + signal.SIGTERM
         assert not [pid for pid in apps if Path(f"/proc/{pid}").exists()], "an app outlived serve"
     finally:
         page.reader.cancel()
