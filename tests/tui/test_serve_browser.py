@@ -1,14 +1,18 @@
 """`cockpit serve` in a real headless Chromium, on a simulated fleet.
 
 What this proves: the real command (a subprocess, on loopback) serves textual-serve's page;
-Chromium loads it, and its websocket makes the server start one `cockpit … tui --readonly`
-process (read from /proc: a child of the server, `--readonly` on its command line); what that
-process sends the browser (the websocket frames Chromium received, read over the DevTools
-protocol) holds the Nodes pane with both nodes and live GPU figures; the node-changing keys typed
-into the page (`l`, `s`, `y`, `b`, `w`, then `y` for any confirmation) are refused as read-only
-and no container appears on any node; the screenshot of the page is the size asked for and a
-coloured terminal, not a blank page. It does not read xterm.js's canvas: the text checked is the
-terminal stream the page drew from."""
+no app runs before a browser connects; Chromium loads the page, and its websocket makes the
+server start a `cockpit … tui --readonly` process (read from /proc: a descendant of the server,
+`--readonly` right after `tui` on its command line); what that process sends the browser (the
+websocket frames Chromium received, read over the DevTools protocol) holds the Nodes pane's rows
+of both nodes, each up with GPU %, unified memory, temperature, power and clock from the nodes'
+probes, and the READ-ONLY title; the node-changing keys typed into the page (`l`, `s`, `y`, `b`,
+`w`, then `y` for any confirmation) come back as read-only refusals and no container exists on
+any node afterwards; the page's screenshot is 1600×1000 with over 100 colours and at least 10
+bright text bands (a drawn terminal, not a blank page); SIGTERM to the server with the browser
+still connected ends it with 143 and the app process with it. It does not read xterm.js's
+canvas (textual-serve keeps the terminal object private): the text checked is the terminal
+stream the page drew from, and the screenshot is checked by its pixels only."""
 
 from __future__ import annotations
 
