@@ -41,6 +41,7 @@ COMMAND_MODULES = {
     "tui": "tui_cmd",
     "logs": "logs_cmd",
     "exporter": "exporter_cmd",
+    "serve": "serve_cmd",
     "history": "history_cmd",
     "recipe": "recipe_cmds",
     "completion": "completion",

@@ -186,11 +186,12 @@ class CockpitApp(App[None]):
         self.exit(return_code=128 + signum)
 
     def cycle_theme(self) -> str:
-        """Next cockpit theme; the choice is saved to the user's `tui.toml`."""
+        """Next cockpit theme; the choice is saved to the user's `tui.toml`, except in a browser
+        (`cockpit serve`): the viewer is not the user whose file it is."""
         names = self.cockpit_themes or [self.theme]
         index = (names.index(self.theme) + 1) % len(names) if self.theme in names else 0
         self.theme = names[index]
-        if self.persist_theme:  # two fsyncs (~10 ms): in a thread, off the event loop
+        if self.persist_theme and not self.is_web:  # two fsyncs (~10 ms): off the event loop
             self.run_worker(self._save_theme, thread=True, group="settings")
         return self.theme
 

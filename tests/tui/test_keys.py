@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import pytest
 from textual.widgets import Input
 
 from cockpit.tui.app import CockpitApp
@@ -138,6 +139,21 @@ async def test_theme_cycles_and_persists(make_app: Callable[..., CockpitApp]) ->
         assert app.theme in app.cockpit_themes and app.theme != "cockpit-dark"
         await app.workers.wait_for_complete()  # saved in a thread, off the event loop
         assert load_settings(app.settings.path).theme == app.theme
+
+
+async def test_in_a_browser_the_theme_changes_but_the_hosts_file_does_not(
+    make_app: Callable[..., CockpitApp], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(CockpitApp, "is_web", property(lambda app: True))  # `cockpit serve`
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        before = app.settings.path.read_bytes() if app.settings.path.exists() else None
+        await pilot.press("t")
+        assert app.theme != "cockpit-dark"
+        await app.workers.wait_for_complete()
+        after = app.settings.path.read_bytes() if app.settings.path.exists() else None
+        assert after == before
 
 
 async def test_maximise_details_search_follow(make_app: Callable[..., CockpitApp]) -> None:

@@ -169,6 +169,31 @@ async def test_ctrl_s_saves_the_whole_buffer_and_says_where(
         assert f"saved {len(entries)} lines of dgx5/r0 to {saved}" in notices(app)
 
 
+async def test_ctrl_s_in_a_browser_is_a_download_and_writes_nothing_on_the_host(
+    make_app: Callable[..., CockpitApp], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(CockpitApp, "is_web", property(lambda app: True))  # `cockpit serve`
+    delivered: list[tuple[str, str | None]] = []
+    monkeypatch.setattr(
+        CockpitApp,
+        "deliver_text",
+        lambda app, file, save_filename=None: delivered.append((file.read(), save_filename)),
+    )
+    app = served_app(make_app)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen, _, _ = parts(app)
+        await pilot.press("ctrl+s")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert list(tmp_path.iterdir()) == []
+        entries = screen.snap.logs[HEAD] if screen.snap else ()
+        ((text, name),) = delivered
+        assert text == log_text(entries) and name and name.endswith("_dgx5-r0.log")
+        assert f"{len(entries)} lines sent to the browser as {name}" in notices(app)
+
+
 def test_a_saved_log_is_named_by_time_lane_and_rank() -> None:
     from datetime import UTC, datetime
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import itertools
 import time
 from collections.abc import AsyncIterator
@@ -571,7 +572,8 @@ class MainScreen(Screen[None]):
 
     def action_save_log(self) -> None:
         """The Log pane's whole buffer to `logs/…` (cockpit.tui.logfile), written in a thread:
-        the atomic write's fsyncs stay off the event loop."""
+        the atomic write's fsyncs stay off the event loop. In a browser (`cockpit serve`) it is
+        the browser's download instead: nothing is written on the host that serves it."""
         from cockpit.tui.logfile import log_path, log_text  # a rare key: loaded when pressed
 
         source = self.query_one(LogPane).source
@@ -581,6 +583,10 @@ class MainScreen(Screen[None]):
             return
         path = log_path(source, datetime.now(UTC))
         text = log_text(entries)
+        if self.app.is_web:
+            self.app.deliver_text(io.StringIO(text), save_filename=path.name)
+            self.notify(f"{len(entries)} lines sent to the browser as {path.name}", timeout=8)
+            return
 
         def save() -> None:
             try:
