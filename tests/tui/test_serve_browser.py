@@ -73,6 +73,23 @@ def test_port_0_and_a_taken_port_are_refused_in_one_line() -> None:
     ]
 
 
+def test_the_page_asks_nothing_of_another_address() -> None:
+    """textual-serve's own template links a font on Google Fonts: read through `LocalOnly`, the
+    page links nothing beyond the server."""
+    import jinja2
+    import textual_serve
+
+    from cockpit.tui.web import LocalOnly
+
+    templates = Path(textual_serve.__file__).parent / "templates"
+    upstream = (templates / "app_index.html").read_text()
+    assert "https://fonts.googleapis.com" in upstream  # what is left out, still there upstream
+    page, _, _ = LocalOnly(templates).get_source(jinja2.Environment(), "app_index.html")
+    fetched = re.findall(r"""(?:href|src)\s*=\s*["']([^"']*)""", page)  # an svg's xmlns is no fetch
+    assert fetched and not [url for url in fetched if "://" in url], fetched
+    assert "xterm.css" in page  # the rest of the page is whole
+
+
 def test_the_served_command_is_the_readonly_tui_on_the_same_inventory(tmp_path: Path) -> None:
     argv = shlex.split(served_command(tmp_path / "inv", Path("reports")))
     assert argv[:3] == [sys.executable, "-m", "cockpit"]
@@ -259,6 +276,7 @@ async def test_headless_chromium_shows_the_readonly_nodes_pane_with_live_figures
         "--headless=new",
         "--no-sandbox",  # the tests run as root
         "--disable-gpu",
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",  # loopback only, whatever asks
         f"--window-size={WIDTH},{HEIGHT}",
         f"--user-data-dir={profile}",
         "--remote-debugging-address=127.0.0.1",
