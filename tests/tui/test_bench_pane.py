@@ -12,7 +12,7 @@ from cockpit.bench.models import Flag, FlagKind, PointResult, PointSpec, SweepPl
 from cockpit.tui.state.inputs import OpEnded, OpUpdate
 from cockpit.tui.state.store import Store
 from cockpit.tui.state.views import BenchRow
-from cockpit.tui.widgets.activity import bench_flags, bench_table, bench_title, tg_cell
+from cockpit.tui.widgets.activity import bench_flags, bench_table, bench_title, op_lines, tg_cell
 from cockpit.tui.widgets.palette import Palette
 from tests.tui import scene
 
@@ -94,3 +94,12 @@ def test_a_cold_or_llama_benchy_sweep_is_named_and_never_read_against_the_warm_b
     assert "Δ" not in table and "4K" not in table  # the warm 4K row is another table
     lane = snap.lane(f"{scene.LANE}@{scene.CLUSTER}")
     assert lane is not None and lane.bench_headline == "tg 35.5 t/s @0 c1 COLD · llama-benchy"
+
+
+def test_a_read_only_cockpit_offers_no_key_it_refuses_in_its_empty_panes() -> None:
+    """The Operations and Bench panes name l/s/y/b/w when empty; read-only refuses them."""
+    assert "l launch" in op_lines((), 0.0, COLOURS).plain
+    watching = op_lines((), 0.0, COLOURS, readonly=True).plain
+    assert "read-only" in watching and "launch" not in watching
+    assert "b benches" in text(bench_table((), COLOURS))
+    assert "b benches" not in text(bench_table((), COLOURS, readonly=True))

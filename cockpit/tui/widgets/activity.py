@@ -22,11 +22,13 @@ SHOWN_CONCURRENCY = (1, 2)  # the table's tg columns (a sweep's other concurrenc
 PLOT_MIN_ROWS = 8  # below this the plot is hidden: the table and the flags keep the room
 
 
-def op_lines(ops: tuple[OpView, ...], now: float, colours: Palette) -> Text:
-    if not ops:
-        return Text(
-            "no operation yet: l launch · s stop · y sync · b bench · w switch", style=colours.muted
-        )
+NO_OP_HINT = "no operation yet: l launch · s stop · y sync · b bench · w switch"
+READONLY_NO_OP = "no operation yet: read-only, this cockpit only watches"
+
+
+def op_lines(ops: tuple[OpView, ...], now: float, colours: Palette, readonly: bool = False) -> Text:
+    if not ops:  # the keys it names are off in a read-only session
+        return Text(READONLY_NO_OP if readonly else NO_OP_HINT, style=colours.muted)
     out = Text()
     for i, op in enumerate(ops):
         if i:
@@ -81,11 +83,14 @@ def bench_title(points: tuple[BenchRow, ...]) -> str:
     return f"Bench · {mode}" if mode else "Bench"
 
 
-def bench_table(points: tuple[BenchRow, ...], colours: Palette) -> RenderableType:
+def bench_table(
+    points: tuple[BenchRow, ...], colours: Palette, readonly: bool = False
+) -> RenderableType:
     """depth × c1/c2 tg tokens/s, Δ against the baseline when there is one, pp; a flagged row
     is marked in its last column (`bench_flags` spells the flags out)."""
     if not points:
-        return Text("no bench yet: b benches the selected lane", style=colours.muted)
+        hint = "read-only, this cockpit only watches" if readonly else "b benches the selected lane"
+        return Text(f"no bench yet: {hint}", style=colours.muted)
     rows = last_sweep(points)
     with_base = any(p.baseline_tg_tps for by_c in rows.values() for p in by_c.values())
     table = Table(  # one space between columns, none at the edges: it fits the right column
@@ -141,7 +146,8 @@ class OpsPane(Pane):
         if key == self._shown:
             return
         self._shown = key
-        self.query_one(Body).update(op_lines(snap.ops, snap.at, palette_of(self.app)))
+        readonly = getattr(self.app, "readonly", False)
+        self.query_one(Body).update(op_lines(snap.ops, snap.at, palette_of(self.app), readonly))
         self.retitle(subtitle=f"{running} running · x cancels" if running else "")
 
 
@@ -175,7 +181,7 @@ class BenchPane(Pane):
             return
         self._shown = key
         colours = palette_of(self.app)
-        table = bench_table(snap.bench, colours)
+        table = bench_table(snap.bench, colours, getattr(self.app, "readonly", False))
         flags = bench_flags(snap.bench, colours) if snap.bench else Text()
         self.query_one(Body).update(Group(table))
         self.retitle(bench_title(snap.bench))
