@@ -17,7 +17,7 @@ from cockpit.errors import InputError
 from cockpit.events import OpEvent
 from cockpit.ops.context import Emit, OpContext, OpLocks, Outcome
 from cockpit.ops.facts import FactsCollector, NodeFacts
-from cockpit.ops.sync_plan import SyncPlan, parse_hop_line, plan_sync, relay_command
+from cockpit.ops.sync_plan import SyncPlan, image_relay_command, parse_hop_line, plan_sync
 from cockpit.ssh import SshError
 from cockpit.telemetry.docker_out import parse_image_inspect
 
@@ -54,7 +54,7 @@ async def _transfer(
     started = time.monotonic()
     loaded: dict[str, int] = {}
     errors: dict[str, str] = {}
-    stream = ctx.pool.stream(plan.source, relay_command(plan.ref, chains))
+    stream = ctx.pool.stream(plan.source, image_relay_command(plan.ref, chains))
     try:
         async for line in stream:
             hop = parse_hop_line(line)
