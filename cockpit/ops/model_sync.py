@@ -201,14 +201,15 @@ async def sync_model(
         yield emit.end(outcome)
         return
     try:
-        async for event in _run(ctx, emit, recipe, cluster, plan, facts, folders, outcome):
+        core = sync_model_core(ctx, emit, recipe, cluster, plan, facts, folders, outcome)
+        async for event in core:
             yield event
     finally:
         await asyncio.shield(locks.release())
     yield emit.end(outcome)
 
 
-async def _run(
+async def sync_model_core(
     ctx: OpContext,
     emit: Emit,
     recipe: Recipe,
@@ -218,7 +219,8 @@ async def _run(
     folders: Mapping[str, str],
     outcome: Outcome,
 ) -> AsyncIterator[OpEvent]:
-    """Mark the caches, narrow the plan to what the marks reveal, copy, verify; sets `outcome`."""
+    """Mark the caches, narrow the plan to what the marks reveal, copy, verify; sets `outcome`.
+    The caller holds the locks of the source and the destinations."""
     started = time.monotonic()
     caches = _caches(ctx, cluster, plan.source)
     identities = await read_identities(ctx, caches)

@@ -334,3 +334,43 @@ async def test_a_launch_refused_for_a_missing_snapshot_names_sync_model(cockpit:
         isinstance(e, Notice) and "not in the model cache on dgx2" in e.message and fix in e.message
         for e in events
     )
+
+
+async def test_launch_sync_model_copies_the_snapshot_in_preflight_then_serves(
+    cockpit: Cockpit,
+) -> None:
+    from cockpit.ops.launch import launch
+    from cockpit.ops.stop import stop
+
+    fleet = cockpit.fleet
+    shutil.rmtree(snapshot(fleet, "dgx2"))
+    recipe = cockpit.recipe(PINNED)
+    events = await run(launch(cockpit.ctx, recipe, "2nodes-dac", sync_model=True))
+    end = finished(events)
+    try:
+        assert end.ok, end.summary
+        assert "sync-model" in events[0].steps  # type: ignore[attr-defined]
+        copied = [e for e in events if isinstance(e, StepFinished) and e.op == "sync-model"]
+        assert [(e.step, e.node, e.ok) for e in copied] == [
+            ("copy", "dgx2", True), ("verify", "dgx2", True),
+        ]  # fmt: skip
+        assert any(isinstance(e, Notice) and "dgx1 → dgx2" in e.message for e in events)
+        assert (snapshot(fleet, "dgx2") / "config.json").is_file()
+    finally:
+        assert finished(await run(stop(cockpit.ctx, lane=PINNED))).ok
+
+
+async def test_launch_sync_model_without_a_holder_is_refused_with_the_download(
+    cockpit: Cockpit,
+) -> None:
+    from cockpit.ops.launch import launch
+
+    fleet = cockpit.fleet
+    fleet.corrupt_snapshot("dgx1", REPO)
+    shutil.rmtree(snapshot(fleet, "dgx2"))
+    events = await run(launch(cockpit.ctx, cockpit.recipe(PINNED), "2nodes-dac", sync_model=True))
+    end = finished(events)
+    assert end.exit_code == 2 and "huggingface-cli download" in end.summary + " ".join(
+        e.message for e in events if isinstance(e, Notice)
+    )
+    assert not snapshot(fleet, "dgx2").exists()
