@@ -296,7 +296,7 @@ def sync_cmd(ctx: click.Context, recipe: str, cluster: str, source: str | None) 
 def sync_model_cmd(
     ctx: click.Context, recipe: str, cluster: str, source: str | None, dry_run: bool
 ) -> None:
-    """Copy the recipe's model snapshot to the nodes lacking it, through the cockpit; verify."""
+    """Copy the recipe's model snapshot node to node to the nodes lacking it; verify."""
     from cockpit.ops.model_sync import sync_model
 
     inventory = load_inventory(_inventory(ctx))
