@@ -252,3 +252,7 @@ def test_preflight_names_sync_model_when_a_node_of_the_cluster_holds_it(
     fixes = [f.fix for f in check_snapshot(plan, missing)]
     assert "huggingface-cli download" in fixes[0] and "re-download" in fixes[1]
     assert snapshot_problems(model, fact("dgx1")) == []
+    # launch --sync-model: no failure when a node holds it, the same failures when none does
+    held = {"dgx1": fact("dgx1"), "dgx2": fact("dgx2", present=False)}
+    assert check_snapshot(plan, held, will_sync=True) == []
+    assert check_snapshot(plan, missing, will_sync=True) == check_snapshot(plan, missing)
