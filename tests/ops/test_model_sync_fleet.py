@@ -321,6 +321,11 @@ def test_the_cli_shows_the_plan_and_exits_as_the_other_operations(
     assert "refused: source dgx1's snapshot of Qwen/Qwen3-0.6B@" in refused.stdout
     unknown = cockpit("-r", "nope", "-c", "2nodes-dac")
     assert unknown.returncode == 2 and "unknown recipe 'nope'" in unknown.stdout + unknown.stderr
+    launch = subprocess.run(
+        [*base[:-1], "launch", "-r", PINNED, "-c", "2nodes-dac", "--sync-model", "--dry-run"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert launch.returncode == 0, launch.stdout + launch.stderr
 
 
 async def test_a_launch_refused_for_a_missing_snapshot_names_sync_model(cockpit: Cockpit) -> None:
