@@ -217,6 +217,9 @@ def _exit(code: int) -> None:
 @click.option("--recipe", "-r", required=True, help="Lane recipe to launch.")
 @click.option("--cluster", "-c", required=True, help="Cluster to launch it on.")
 @click.option("--sync-image", is_flag=True, help="Sync the image to nodes that lack it first.")
+@click.option("--sync-model", is_flag=True,
+              help="Copy the model snapshot to nodes that lack it first (from one that holds it)."
+              )  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="Print the plan and the rank commands only.")
 @click.option("--boot-timeout", type=float, default=None, help="Seconds before a boot fails.")
 @click.option("--stall-timeout", type=float, default=None,
@@ -230,6 +233,7 @@ def launch_cmd(
     recipe: str,
     cluster: str,
     sync_image: bool,
+    sync_model: bool,
     dry_run: bool,
     boot_timeout: float | None,
     stall_timeout: float | None,
@@ -244,8 +248,8 @@ def launch_cmd(
     _exit(
         _run_recorded(
             inventory,
-            lambda c: launch(c, chosen, cluster, sync_image=sync_image, dry_run=dry_run,
-                             **timing),
+            lambda c: launch(c, chosen, cluster, sync_image=sync_image, sync_model=sync_model,
+                             dry_run=dry_run, **timing),
         )
     )  # fmt: skip
 
@@ -292,7 +296,7 @@ def sync_cmd(ctx: click.Context, recipe: str, cluster: str, source: str | None) 
 def sync_model_cmd(
     ctx: click.Context, recipe: str, cluster: str, source: str | None, dry_run: bool
 ) -> None:
-    """Copy the recipe's model snapshot to the nodes lacking it, through the cockpit; verify."""
+    """Copy the recipe's model snapshot node to node to the nodes lacking it; verify."""
     from cockpit.ops.model_sync import sync_model
 
     inventory = load_inventory(_inventory(ctx))

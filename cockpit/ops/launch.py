@@ -10,14 +10,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, replace
 
 from cockpit.config.models import Recipe
 from cockpit.errors import InputError
 from cockpit.events import OpEvent
+from cockpit.ops import model_sync
 from cockpit.ops.context import Emit, OpContext, OpLocks, Outcome
-from cockpit.ops.facts import FactsCollector
+from cockpit.ops.facts import FactsCollector, NodeFacts
 from cockpit.ops.history import eta_seconds
 from cockpit.ops.locks import LockRecord
 from cockpit.ops.ownership import (
@@ -26,7 +27,7 @@ from cockpit.ops.ownership import (
     remove_markers_command,
     write_marker_command,
 )
-from cockpit.ops.preflight import lane_fit, preflight
+from cockpit.ops.preflight import lane_fit, preflight, snapshot_problems
 from cockpit.ops.ranks import RankView, blame, docker_time, last_progress, stalled
 from cockpit.ops.readiness import base_url, health, probe
 from cockpit.ops.sync import survey, sync_core
@@ -293,6 +294,45 @@ async def _boot(
         await asyncio.gather(*tasks, *([probing] if probing else []), return_exceptions=True)
 
 
+async def _sync_image(
+    ctx: OpContext, plan: LanePlan, facts: Mapping[str, NodeFacts], outcome: Outcome
+) -> AsyncIterator[OpEvent]:
+    """`launch --sync-image`'s sync (the caller holds the cluster's locks); fails `outcome`."""
+    recipe, cluster = plan.recipe, plan.cluster
+    try:
+        sync_plan, _ = await survey(ctx, recipe, cluster.nodes, None, facts)
+    except InputError as exc:
+        outcome.refuse(f"cannot sync the image: {exc}")
+        return
+    sync_outcome = Outcome()
+    async for event in sync_core(
+        ctx, Emit("sync", recipe.name, cluster.name), sync_plan, sync_outcome, None
+    ):
+        yield event
+    if not sync_outcome.ok:
+        outcome.fail(f"image sync failed: {sync_outcome.summary}")
+
+
+async def _sync_model(ctx: OpContext, plan: LanePlan, outcome: Outcome) -> AsyncIterator[OpEvent]:
+    """`launch --sync-model`'s copy of the snapshot from a node of the cluster that holds it (the
+    caller holds the cluster's locks); fails `outcome`."""
+    recipe, cluster = plan.recipe, plan.cluster
+    emit = Emit("sync-model", recipe.name, cluster.name)
+    try:
+        sync_plan, facts, folders = await model_sync.survey(ctx, recipe, cluster, None)
+    except InputError as exc:
+        outcome.refuse(f"cannot sync the model: {exc}")
+        return
+    yield emit.info(sync_plan.describe())
+    sync_outcome = Outcome()
+    async for event in model_sync.sync_model_core(
+        ctx, emit, recipe, cluster, sync_plan, facts, folders, sync_outcome
+    ):
+        yield event
+    if not sync_outcome.ok:
+        outcome.fail(f"model sync failed: {sync_outcome.summary}")
+
+
 async def launch_core(
     ctx: OpContext,
     emit: Emit,
@@ -301,9 +341,11 @@ async def launch_core(
     *,
     owner: LockRecord,
     sync_image: bool = False,
+    sync_model: bool = False,
     timing: Timing | None = None,
 ) -> AsyncIterator[OpEvent]:
-    """Preflight → sync (if asked and needed) → start → boot → ready; the caller holds locks."""
+    """Preflight → sync the image, copy the snapshot (if asked and needed) → start → boot →
+    ready; the caller holds locks."""
     recipe, cluster = plan.recipe, plan.cluster
     collector = FactsCollector.of(ctx.pool, ctx.inventory, recipe, cluster)
     yield emit.started("preflight")
@@ -314,22 +356,22 @@ async def launch_core(
     recipe_file = str(source) if source else None
     failures = preflight(
         plan, facts, production_clusters=ctx.production_clusters, will_sync=sync_image,
-        master_port=master_port, recipe_file=recipe_file,
+        will_sync_model=sync_model, master_port=master_port, recipe_file=recipe_file,
     )  # fmt: skip
-    if not failures and any(f.reachable and not f.holds_pinned for f in facts.values()):
-        yield emit.finished("preflight", detail="image missing on some nodes: syncing first")
-        try:
-            sync_plan, _ = await survey(ctx, recipe, cluster.nodes, None, facts)
-        except InputError as exc:
-            outcome.refuse(f"cannot sync the image: {exc}")
-            return
-        sync_outcome = Outcome()
-        async for event in sync_core(
-            ctx, Emit("sync", recipe.name, cluster.name), sync_plan, sync_outcome, None
-        ):
-            yield event
-        if not sync_outcome.ok:
-            outcome.fail(f"image sync failed: {sync_outcome.summary}")
+    image_missing = any(f.reachable and not f.holds_pinned for f in facts.values())
+    model_missing = any(
+        f.reachable and snapshot_problems(recipe.model, f) for f in facts.values()
+    )  # fmt: skip
+    if not failures and (image_missing or model_missing):
+        if image_missing:
+            yield emit.finished("preflight", detail="image missing on some nodes: syncing first")
+            async for event in _sync_image(ctx, plan, facts, outcome):
+                yield event
+        if model_missing and outcome.ok:
+            yield emit.finished("preflight", detail="snapshot missing on some nodes: copying first")
+            async for event in _sync_model(ctx, plan, outcome):
+                yield event
+        if not outcome.ok:
             return
         yield emit.started("preflight")
         facts = await collector.collect(cluster.nodes)
@@ -460,6 +502,7 @@ async def launch(
     cluster_name: str,
     *,
     sync_image: bool = False,
+    sync_model: bool = False,
     dry_run: bool = False,
     boot_timeout_s: float | None = None,
     stall_timeout_s: float = STALL_TIMEOUT_S,
@@ -475,8 +518,8 @@ async def launch(
         for event in emit.refusal(outcome, str(exc)):
             yield event
         return
-    steps = ("lock", "preflight", *(("sync",) if sync_image else ()), "start", "boot", "ready",
-             "watch")  # fmt: skip
+    syncs = (*(("sync",) if sync_image else ()), *(("sync-model",) if sync_model else ()))
+    steps = ("lock", "preflight", *syncs, "start", "boot", "ready", "watch")
     nodes = [r.node for r in plan.launch_order]
     memory = "" if dry_run else await _memory_line(ctx, plan)
     yield emit.planned(
@@ -499,8 +542,9 @@ async def launch(
         return
     try:
         async for event in launch_core(
-            ctx, emit, plan, outcome, owner=locks.record, sync_image=sync_image, timing=timing
-        ):
+            ctx, emit, plan, outcome, owner=locks.record, sync_image=sync_image,
+            sync_model=sync_model, timing=timing,
+        ):  # fmt: skip
             yield event
     finally:
         await asyncio.shield(locks.release())

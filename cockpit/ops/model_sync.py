@@ -1,10 +1,12 @@
 """`sync-model`: the recipe's pinned model snapshot copied from a node that holds it to the nodes
 of the cluster that lack it (or hold a copy that fails the pins), then the pins read again.
 
-The bytes go source → cockpit → destination over the cockpit's own SSH connections (a `tar -cf -`
-on the source piped into a `tar -xf -` on the destination, see `model_sync_plan`): the nodes need
-no SSH trust between them. Destinations are served one after the other (the cockpit's link is the
-narrow part; one copy at a time keeps the source's disk reading one stream). Nothing is written
+The bytes go node to node along the image sync's relay chains (`sync_plan.relay_command`, the
+source's uplink carrying `sync_width` streams, never the cockpit host): one `tar -cf -` on the
+source, and on every hop the safe extract of `model_sync_plan` (temp folder, end marker, rename)
+while the stream goes on to the next. The blobs every destination already holds whole (a cut
+copy keeps the ones that arrived whole) are left out of the stream, so a re-run after a cut
+sends only the rest; a node whose copy failed is retried once on its own. Nothing is written
 before the plan is shown: the cache markers that tell shared caches apart are written after the
 locks, and the plan is narrowed when a marker reveals a cache the source already fills.
 """
@@ -25,23 +27,26 @@ from cockpit.ops.facts import FactsCollector, NodeFacts
 from cockpit.ops.model_sync_plan import (
     CacheIdentity,
     ModelSyncPlan,
+    held_command,
     identity_command,
+    manifest_blobs,
     manifest_command,
     mark_command,
     model_dir,
+    model_relay_command,
+    parse_held,
     parse_identity,
     plan_model_sync,
-    receive_command,
-    send_command,
     tar_size,
 )
 from cockpit.ops.preflight import snapshot_problems
+from cockpit.ops.sync import relay
 from cockpit.ssh import SshError
 
 STEP = "copy"
 VERIFY = "verify"
-PROGRESS_EVERY_S = 0.25
 SMALL_TIMEOUT_S = 20.0
+HELD_TIMEOUT_S = 3600.0  # hashing the blobs a destination holds reads them whole
 
 
 def no_source_fix(recipe: Recipe, cluster: str) -> str:
@@ -80,13 +85,22 @@ async def mark_identities(
     }
 
 
-async def _total_bytes(ctx: OpContext, source: str, folder: str, revision: str) -> int | None:
-    """The tar stream's size, from the source's listing (None when it could not be read)."""
+async def _manifest(ctx: OpContext, source: str, folder: str, revision: str) -> str | None:
+    """The source's listing of the snapshot and its blobs (None when it could not be read)."""
     try:
         result = await ctx.pool.run(source, manifest_command(folder, revision), timeout=60)
     except SshError:
         return None
-    return tar_size(result.stdout) if result.ok else None
+    return result.stdout if result.ok else None
+
+
+async def _held(ctx: OpContext, node: str, folder: str, blobs: Mapping[str, int]) -> frozenset[str]:
+    """The blobs `node` already holds whole (a cut copy's salvage, a previous revision's)."""
+    try:
+        result = await ctx.pool.run(node, held_command(folder, blobs), timeout=HELD_TIMEOUT_S)
+    except SshError:
+        return frozenset()
+    return parse_held(result.stdout, blobs) if result.ok else frozenset()
 
 
 def _caches(ctx: OpContext, cluster: Cluster, source: str | None) -> dict[str, str]:
@@ -108,50 +122,35 @@ async def survey(
     )
     plan = plan_model_sync(
         recipe.model, cluster.nodes, facts, identities, source=source,
-        fix=no_source_fix(recipe, cluster.name),
+        fix=no_source_fix(recipe, cluster.name), width=ctx.sync_width,
     )  # fmt: skip
     if plan.copy:
-        total = await _total_bytes(ctx, plan.source, folders[plan.source], recipe.model.revision)
-        plan = replace(plan, total_bytes=total)
+        manifest = await _manifest(ctx, plan.source, folders[plan.source], recipe.model.revision)
+        plan = replace(plan, total_bytes=tar_size(manifest) if manifest is not None else None)
     return plan, facts, folders
 
 
 async def _copy(
-    ctx: OpContext, emit: Emit, plan: ModelSyncPlan, folders: Mapping[str, str], rev: str, node: str
-) -> AsyncIterator[OpEvent | str | None]:
-    """One destination: progress events, then None (copied) or the problem."""
-    yield emit.started(STEP, node)
-    pipe = ctx.pool.pipe(
-        plan.source, send_command(folders[plan.source], rev),
-        node, receive_command(folders[node], rev),
-    )  # fmt: skip
-    started = last = time.monotonic()
-    total = float(plan.total_bytes) if plan.total_bytes else None
-    try:
-        async for moved in pipe.run():
-            now = time.monotonic()
-            if now - last < PROGRESS_EVERY_S:
-                continue
-            last = now
-            rate = moved / (now - started) if now > started else None
-            eta = (total - moved) / rate if rate and total and total > moved else None
-            yield emit.progress(STEP, node, done=float(moved), total=total, unit="B",
-                                rate=rate, eta_s=eta)  # fmt: skip
-    except SshError as exc:
-        yield exc.reason
-        return
-    end = pipe.end
-    assert end is not None
-    if end.ok:
-        yield emit.progress(STEP, node, done=float(end.moved), total=float(end.moved), unit="B")
-        yield None
-        return
-    if end.source_status != 0:
-        said = end.source_stderr.splitlines()[-1:] or [f"exited {end.source_status}"]
-        yield f"the source {plan.source} could not send: {said[0]}"
-    else:
-        said = end.sink_stderr.splitlines()[-1:] or [f"exited {end.sink_status}"]
-        yield f"receiving failed: {said[0]}"
+    ctx: OpContext,
+    emit: Emit,
+    plan: ModelSyncPlan,
+    folders: Mapping[str, str],
+    rev: str,
+    manifest: str | None,
+) -> AsyncIterator[OpEvent | dict[str, str]]:
+    """One relay along `plan.chains`, leaving out the blobs every destination already holds
+    whole; progress events (bytes sent to each node), then {node: problem} of the failures."""
+    blobs = manifest_blobs(manifest or "")
+    held = await asyncio.gather(*(_held(ctx, n, folders[n], blobs) for n in plan.copy))
+    skip = frozenset(blobs).intersection(*held) if held else frozenset()
+    if skip:
+        yield emit.info(f"{len(skip)} blob(s) already on every destination: not sent again")
+    total = tar_size(manifest, skip) if manifest is not None else None
+    command = model_relay_command(plan, folders, rev, skip)
+    async for item in relay(
+        ctx, emit, plan.source, command, plan.chains, total, step=STEP, sink="the extract"
+    ):
+        yield item
 
 
 async def _verify(
@@ -202,14 +201,15 @@ async def sync_model(
         yield emit.end(outcome)
         return
     try:
-        async for event in _run(ctx, emit, recipe, cluster, plan, facts, folders, outcome):
+        core = sync_model_core(ctx, emit, recipe, cluster, plan, facts, folders, outcome)
+        async for event in core:
             yield event
     finally:
         await asyncio.shield(locks.release())
     yield emit.end(outcome)
 
 
-async def _run(
+async def sync_model_core(
     ctx: OpContext,
     emit: Emit,
     recipe: Recipe,
@@ -219,30 +219,41 @@ async def _run(
     folders: Mapping[str, str],
     outcome: Outcome,
 ) -> AsyncIterator[OpEvent]:
-    """Mark the caches, narrow the plan to what the marks reveal, copy, verify; sets `outcome`."""
+    """Mark the caches, narrow the plan to what the marks reveal, copy, verify; sets `outcome`.
+    The caller holds the locks of the source and the destinations."""
     started = time.monotonic()
     caches = _caches(ctx, cluster, plan.source)
     identities = await read_identities(ctx, caches)
     identities |= await mark_identities(ctx, caches, [plan.source, *plan.copy])
-    narrowed = plan_model_sync(recipe.model, cluster.nodes, facts, identities, source=plan.source)
+    narrowed = plan_model_sync(
+        recipe.model, cluster.nodes, facts, identities, source=plan.source, width=ctx.sync_width
+    )
     for node, other in narrowed.shared:
         if node in plan.copy:
             yield emit.info(f"shared cache with {other}: skipped", node)
-    plan = replace(narrowed, total_bytes=plan.total_bytes)
+    plan = narrowed
+    manifest = await _manifest(ctx, plan.source, folders[plan.source], recipe.model.revision)
     failed: dict[str, str] = {}
-    for node in plan.copy:
-        problem: str | None = None
-        async for item in _copy(ctx, emit, plan, folders, recipe.model.revision, node):
-            if isinstance(item, OpEvent):
-                yield item
+    todo = plan
+    for attempt in (1, 2):
+        problems: dict[str, str] = {}
+        async for item in _copy(ctx, emit, todo, folders, recipe.model.revision, manifest):
+            if isinstance(item, dict):
+                problems = item
             else:
-                problem = item
-        if problem is not None:
-            failed[node] = problem
+                yield item
+        for node in todo.copy:
+            if node not in problems:
+                yield emit.finished(STEP, node, detail=f"from {plan.source}")
+        retry = list(problems) if attempt == 1 else []
+        for node, problem in problems.items():
+            again = " — retrying once, without the blobs it kept" if retry else ""
             yield emit.finished(STEP, node, ok=False, detail=problem)
-            yield emit.notice(f"{node}: {problem}", node, error=True)
-        else:
-            yield emit.finished(STEP, node, detail=f"from {plan.source}")
+            yield emit.notice(f"{node}: {problem}{again}", node, error=not retry)
+        if not retry:
+            failed = problems
+            break
+        todo = replace(plan, copy=tuple(retry), chains=tuple((n,) for n in retry))
     collector = FactsCollector(ctx.pool, recipe, ctx.inventory.model_cache, node_caches=caches)
     checked = [n for n in plan.verify if n not in failed]
     for node in checked:

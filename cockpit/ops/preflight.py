@@ -155,12 +155,17 @@ def sync_model_fix(recipe: str, cluster: str, source: str) -> str:
     return f"cockpit sync-model --recipe {recipe} --cluster {cluster} (copies it from {source})"
 
 
-def check_snapshot(plan: LanePlan, facts: Mapping[str, NodeFacts]) -> list[CheckFailure]:
+def check_snapshot(
+    plan: LanePlan, facts: Mapping[str, NodeFacts], will_sync: bool = False
+) -> list[CheckFailure]:
     """Every reachable node's snapshot present and matching the pins; the fix is `sync-model`
-    when another node of the cluster holds a matching one, a download otherwise."""
+    when another node of the cluster holds a matching one, a download otherwise. `will_sync`:
+    no failure when one node holds it (`launch --sync-model` copies it first)."""
     model = plan.recipe.model
     problems = {n: snapshot_problems(model, f) for n, f in facts.items() if f.reachable}
     holders = [n for n, found in problems.items() if not found]
+    if will_sync and holders:
+        return []
     sync = sync_model_fix(plan.recipe.name, plan.cluster.name, holders[0]) if holders else ""
     failures = []
     absent = [n for n, f in facts.items() if f.reachable and not f.snapshot_present]
@@ -281,14 +286,16 @@ def preflight(
     *,
     production_clusters: frozenset[str] = frozenset(),
     will_sync: bool = False,
+    will_sync_model: bool = False,
     master_port: int | None = None,
     recipe_file: str | None = None,
 ) -> list[CheckFailure]:
     """Every failed check for launching `plan`, given the facts of its nodes.
 
-    `will_sync`: a missing image is not a failure (it will be synced first); `master_port`: the
-    rendezvous port the head binds (checked with the serve port); `recipe_file`: the recipe's
-    path, named by a memory refusal (default: `<lane>.toml`).
+    `will_sync`: a missing image is not a failure (it will be synced first); `will_sync_model`:
+    nor is a missing or mismatched snapshot another node holds (it will be copied);
+    `master_port`: the rendezvous port the head binds (checked with the serve port);
+    `recipe_file`: the recipe's path, named by a memory refusal (default: `<lane>.toml`).
     """
     head = plan.ranks[0].node
     return [
@@ -296,7 +303,7 @@ def preflight(
         *check_reachable(facts),
         *check_image(plan, facts, will_sync),
         *check_lanes(plan, facts, production_clusters),
-        *check_snapshot(plan, facts),
+        *check_snapshot(plan, facts, will_sync_model),
         *check_port(plan, facts, head, master_port),
         *check_gpus(facts),
         *check_memory(plan, facts, recipe_file),

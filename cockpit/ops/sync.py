@@ -17,7 +17,7 @@ from cockpit.errors import InputError
 from cockpit.events import OpEvent
 from cockpit.ops.context import Emit, OpContext, OpLocks, Outcome
 from cockpit.ops.facts import FactsCollector, NodeFacts
-from cockpit.ops.sync_plan import SyncPlan, parse_hop_line, plan_sync, relay_command
+from cockpit.ops.sync_plan import SyncPlan, image_relay_command, parse_hop_line, plan_sync
 from cockpit.ssh import SshError
 from cockpit.telemetry.docker_out import parse_image_inspect
 
@@ -44,17 +44,26 @@ async def survey(
     return plan_sync(recipe.image.ref, nodes, facts, source=source, width=ctx.sync_width), facts
 
 
-async def _transfer(
-    ctx: OpContext, emit: Emit, plan: SyncPlan, chains: Sequence[Sequence[str]], total: int | None
+async def relay(
+    ctx: OpContext,
+    emit: Emit,
+    source: str,
+    command: str,
+    chains: Sequence[Sequence[str]],
+    total: int | None,
+    *,
+    step: str = STEP,
+    sink: str = "docker load",
 ) -> AsyncIterator[OpEvent | dict[str, str]]:
-    """Run the relay on the source; yields progress events, then {peer: error} of the failures."""
+    """Run a relay `command` (see `sync_plan.relay_command`) on `source`; yields `step`'s
+    progress events, then {peer: error} of the peers whose `sink` did not finish cleanly."""
     peers = [p for chain in chains for p in chain]
     for peer in peers:
-        yield emit.started(STEP, peer)
+        yield emit.started(step, peer)
     started = time.monotonic()
     loaded: dict[str, int] = {}
     errors: dict[str, str] = {}
-    stream = ctx.pool.stream(plan.source, relay_command(plan.ref, chains))
+    stream = ctx.pool.stream(source, command)
     try:
         async for line in stream:
             hop = parse_hop_line(line)
@@ -65,19 +74,19 @@ async def _transfer(
                 rate = hop.bytes / elapsed if elapsed > 0 else None
                 eta = (total - hop.bytes) / rate if rate and total and total > hop.bytes else None
                 yield emit.progress(
-                    STEP, hop.node, done=float(hop.bytes), total=float(total) if total else None,
+                    step, hop.node, done=float(hop.bytes), total=float(total) if total else None,
                     unit="B", rate=rate, eta_s=eta,
                 )  # fmt: skip
             elif hop.kind == "loaded":
                 loaded[hop.node] = hop.status
                 if hop.status == 0 and total:  # the stream's size is only known at its end
-                    yield emit.progress(STEP, hop.node, done=float(total), total=float(total),
+                    yield emit.progress(step, hop.node, done=float(total), total=float(total),
                                         unit="B")  # fmt: skip
             elif hop.kind == "error":
                 errors.setdefault(hop.node, hop.text)
     except SshError as exc:
         for peer in peers:
-            errors.setdefault(peer, f"relay from {plan.source} broken: {exc.reason}")
+            errors.setdefault(peer, f"relay from {source} broken: {exc.reason}")
     finally:
         await stream.aclose()
     failed = {}
@@ -85,7 +94,7 @@ async def _transfer(
         if loaded.get(peer) == 0:
             continue
         failed[peer] = errors.get(peer) or (
-            f"docker load exited {loaded[peer]}" if peer in loaded else "stream cut before the end"
+            f"{sink} exited {loaded[peer]}" if peer in loaded else "stream cut before the end"
         )
     yield failed
 
@@ -119,7 +128,8 @@ async def _attempt(
     the `reattach` peers); yields events, then {peer: problem} of this round's failures."""
     problems: dict[str, str] = {}
     if chains:
-        async for item in _transfer(ctx, emit, plan, chains, size):
+        command = image_relay_command(plan.ref, chains)
+        async for item in relay(ctx, emit, plan.source, command, chains, size):
             if isinstance(item, dict):
                 problems = item
             else:

@@ -11,57 +11,62 @@ OpenSSH puts its stdio in non-blocking mode, which would make `tee` and `dd` sha
 descriptions fail with EAGAIN mid-stream: every background ssh gets its own stdout (/dev/null)
 and its own stderr pipe (a `cat` that writes blocking).
 
+The relay itself is generic (`relay_command`: any send command, any sink per node); the model
+snapshot sync (`model_sync_plan`) runs its `tar` send and safe extract through it too.
+
 Each hop reports on stderr (which ssh carries back up the chain to the cockpit):
   `@@dd NODE <dd status=progress line>`   bytes received so far,
-  `@@load NODE <exit status>`              `docker load` finished,
-  `@@err NODE <docker load error line>`.
+  `@@load NODE <exit status>`              the sink (`docker load`) finished,
+  `@@err NODE <sink error line>`.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from cockpit.errors import InputError
 from cockpit.ops.facts import NodeFacts
 
-# One hop: $1 this script, $2 image ref, $3 this node, $4 the rest of the chain ("a,b,c" or "").
-HOP_SCRIPT = r"""S=$1 ref=$2 me=$3 rest=$4
+# One hop: $1 this script, $2 this node, $3 its sink (a shell command line reading the stream on
+# stdin), $4... the rest of the chain as node/sink pairs.
+HOP_SCRIPT = r"""S=$1 me=$2 sink=$3; shift 3
 down=
-if [ -n "$rest" ]; then
+if [ $# -ge 2 ]; then
   tmp=$(mktemp -d) || exit 1
   trap 'rm -rf -- "$tmp"' EXIT
   mkfifo -- "$tmp/down" || exit 1
-  next=${rest%%,*}; after=${rest#"$next"}; after=${after#,}
-  hop=$(printf '%q ' bash -c "$S" cockpit-hop "$S" "$ref" "$next" "$after")
-  ssh -o BatchMode=yes "$next" "$hop" < "$tmp/down" > /dev/null 2> >(cat >&2) &
+  hop=$(printf '%q ' bash -c "$S" cockpit-hop "$S" "$@")
+  ssh -o BatchMode=yes "$1" "$hop" < "$tmp/down" > /dev/null 2> >(cat >&2) &
   down=$!
   tee -p -- "$tmp/down"
 else
   cat
 fi | dd bs=1M status=progress 2> >(stdbuf -oL tr '\r' '\n' | sed -u "s/^/@@dd $me /" >&2) \
-   | docker load 2> >(sed -u "s/^/@@err $me /" >&2) >/dev/null
+   | bash -c "$sink" 2> >(sed -u "s/^/@@err $me /" >&2) >/dev/null
 status=${PIPESTATUS[2]}
 printf '@@load %s %s\n' "$me" "$status" >&2
 [ -n "$down" ] && wait "$down"
 exit "$status"
 """
 
-# The source: $1 the hop script, $2 image ref, $3... one chain per argument ("a,b,c").
-SOURCE_SCRIPT = r"""S=$1 ref=$2; shift 2
+# The source: $1 the hop script, $2 the send command line (the stream on its stdout), $3... the
+# chains as node/sink pairs, each chain ended by an empty argument.
+SOURCE_SCRIPT = r"""S=$1 send=$2; shift 2
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf -- "$tmp"' EXIT
-fifos=() pids=() i=0
-for chain in "$@"; do
+fifos=() pids=() i=0 chain=()
+while [ $# -gt 0 ]; do
+  if [ -n "$1" ]; then chain+=("$1" "$2"); shift 2; continue; fi
+  shift
   i=$((i+1)); f=$tmp/$i; mkfifo -- "$f" || exit 1; fifos+=("$f")
-  first=${chain%%,*}; rest=${chain#"$first"}; rest=${rest#,}
-  hop=$(printf '%q ' bash -c "$S" cockpit-hop "$S" "$ref" "$first" "$rest")
-  ssh -o BatchMode=yes "$first" "$hop" < "$f" > /dev/null 2> >(cat >&2) &
-  pids+=($!)
+  hop=$(printf '%q ' bash -c "$S" cockpit-hop "$S" "${chain[@]}")
+  ssh -o BatchMode=yes "${chain[0]}" "$hop" < "$f" > /dev/null 2> >(cat >&2) &
+  pids+=($!) chain=()
 done
-docker save -- "$ref" | tee -p -- "${fifos[@]}" >/dev/null
+bash -c "$send" | tee -p -- "${fifos[@]}" >/dev/null
 status=${PIPESTATUS[0]}
 for p in "${pids[@]}"; do wait "$p"; done
 exit "$status"
@@ -167,11 +172,19 @@ def plan_sync(
     )
 
 
-def relay_command(ref: str, chains: Sequence[Sequence[str]]) -> str:
-    """The shell command run on the source (stderr folded into stdout for progress lines)."""
-    argv = ["bash", "-c", SOURCE_SCRIPT, "cockpit-sync", HOP_SCRIPT, ref]
-    argv += [",".join(chain) for chain in chains]
+def relay_command(send: str, chains: Sequence[Sequence[str]], sink: Callable[[str], str]) -> str:
+    """The shell command run on the source: `send` (a command line writing the stream) feeds every
+    chain; each node of a chain runs `sink(node)` (a command line reading it on stdin) while
+    passing the stream on. stderr is folded into stdout for the progress lines."""
+    argv = ["bash", "-c", SOURCE_SCRIPT, "cockpit-sync", HOP_SCRIPT, send]
+    for chain in chains:
+        argv += [*(arg for node in chain for arg in (node, sink(node))), ""]
     return shlex.join(argv) + " 2>&1"
+
+
+def image_relay_command(ref: str, chains: Sequence[Sequence[str]]) -> str:
+    """The image relay: one `docker save` on the source, a `docker load` on every peer."""
+    return relay_command(shlex.join(["docker", "save", "--", ref]), chains, lambda _: "docker load")
 
 
 _DD_BYTES = re.compile(r"^(\d+) bytes")

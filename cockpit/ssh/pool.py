@@ -27,7 +27,6 @@ from cockpit.ssh.errors import (
     SshError,
 )
 from cockpit.ssh.hostkeys import has_recorded_key, known_hosts_path, refusal_message
-from cockpit.ssh.pipe import BytePipe
 from cockpit.ssh.state import Link, NodeState
 from cockpit.ssh.stream import LineStream
 
@@ -325,13 +324,6 @@ class SshPool:
     ) -> dict[str, Result | SshError]:
         """`run` on every node concurrently: a dead node costs its own timeout and nothing more."""
         return {node: out async for node, out in self.run_each(nodes, command, timeout, input)}
-
-    def pipe(self, source: str, produce: Command, sink: str, consume: Command) -> BytePipe:
-        """`produce`'s stdout on `source` fed to `consume`'s stdin on `sink`, through this
-        cockpit (no trust between the two nodes needed)."""
-        self._address(source)
-        self._address(sink)
-        return BytePipe(self, source, to_shell(produce), sink, to_shell(consume))
 
     def stream(self, node: str, command: Command) -> LineStream:
         """Lines of a long-running command; stopping the iteration kills it on the node."""

@@ -5,20 +5,22 @@ skipped, a hostile cache path is quoted."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import os
 import shutil
 import subprocess
 import sys
-import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from cockpit.events import Notice, Planned, Progress, StepFinished
-from cockpit.ops import model_sync
+from cockpit.events import Notice, OpEvent, Planned, Progress, StepFinished
 from cockpit.ops.model_sync import sync_model
 from cockpit_sim.fleet import SimFleet
+from cockpit_sim.tools.nodestate import GIB, SIM_BYTES_PER_GIB
 from tests.fleet_fixtures import start_fleet
 from tests.ops.conftest import PINNED, Cockpit, add_pinned_recipe, finished, run
 
@@ -121,6 +123,21 @@ async def test_removed_and_corrupted_snapshots_come_back_and_pass_the_pins(
     assert again.ok and "nothing to copy" in again.summary
 
 
+@contextmanager
+def throttled(fleet: SimFleet, link: str, mib_s: float) -> Iterator[None]:
+    """The simulated link `link` ("dgxA>dgxB") carrying `mib_s` MiB of real bytes a second."""
+    path = fleet.root / "fleet.json"
+    saved = path.read_text()
+    config = json.loads(saved)
+    mbps = mib_s * 2**20 * 8 / 1e6 * GIB / SIM_BYTES_PER_GIB
+    config["links"] = {**(config.get("links") or {}), link: mbps}
+    path.write_text(json.dumps(config))
+    try:
+        yield
+    finally:
+        path.write_text(saved)
+
+
 def cut_midway(event: object) -> bool:
     return (
         isinstance(event, Progress)
@@ -131,22 +148,33 @@ def cut_midway(event: object) -> bool:
 
 
 @pytest.mark.parametrize("how", ["closed", "cancelled"])
-async def test_a_cut_copy_leaves_no_usable_half_snapshot(
-    cockpit: Cockpit, monkeypatch: pytest.MonkeyPatch, how: str
-) -> None:
+async def test_a_cut_copy_leaves_no_usable_half_snapshot(cockpit: Cockpit, how: str) -> None:
     """Closed: the reader stops at a yield (the TUI leaving); cancelled: the task is cancelled
-    while the pipe awaits the nodes (a signal in the CLI)."""
+    while the relay runs (a signal in the CLI)."""
     fleet = cockpit.fleet
-    monkeypatch.setattr(model_sync, "PROGRESS_EVERY_S", 0.0)
     big = model_folder(fleet, "dgx1") / "blobs" / ("1" * 64)
     with open(big, "wb") as handle:
         handle.write(os.urandom(1 << 20) * 96)
     (snapshot(fleet, "dgx1") / "model-big.safetensors").symlink_to(f"../../blobs/{big.name}")
     shutil.rmtree(snapshot(fleet, "dgx2"))
-    gen = sync_model(cockpit.ctx, cockpit.recipe(PINNED), "2nodes-dac")
+    with throttled(fleet, "dgx1>dgx2", 24):
+        await cut(sync_model(cockpit.ctx, cockpit.recipe(PINNED), "2nodes-dac"), how, cut_midway)
+    assert not snapshot(fleet, "dgx2").exists()
+    end = finished(await run(sync_model(cockpit.ctx, cockpit.recipe(PINNED), "2nodes-dac")))
+    assert end.ok, end.summary  # the locks were released; the next run copies it whole
+    assert (snapshot(fleet, "dgx2") / "model-big.safetensors").stat().st_size == 96 << 20
+    assert not list(model_folder(fleet, "dgx2").glob(".cockpit-sync.*"))
+
+
+async def cut(
+    gen: AsyncIterator[OpEvent], how: str, where: Callable[[OpEvent], bool]
+) -> list[OpEvent]:
+    """Follow an operation until an event `where` holds, then stop it `how`; the events seen."""
+    seen: list[OpEvent] = []
     if how == "closed":
         async for event in gen:
-            if cut_midway(event):
+            seen.append(event)
+            if where(event):
                 break
         else:
             pytest.fail("the copy ended before it could be cut")
@@ -156,7 +184,8 @@ async def test_a_cut_copy_leaves_no_usable_half_snapshot(
 
         async def follow() -> None:
             async for event in gen:
-                if cut_midway(event):
+                seen.append(event)
+                if where(event):
                     midway.set()
 
         task = asyncio.create_task(follow())
@@ -164,14 +193,53 @@ async def test_a_cut_copy_leaves_no_usable_half_snapshot(
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+    return seen
+
+
+def sent_to(events: list[OpEvent], node: str) -> float:
+    """The most bytes the progress events say reached `node`."""
+    return max(e.done for e in events if isinstance(e, Progress) and e.node == node)
+
+
+async def test_a_cut_copy_resumes_with_the_blobs_that_arrived_whole(cockpit: Cockpit) -> None:
+    """Six 16 MiB blobs named by their sha256, as the HF cache stores them; the copy is cut a
+    little past half way: the blobs that arrived whole stay on dgx2 (never the snapshot; when
+    the simulated node kills the receive outright, the next run salvages them from its temp
+    folder), the re-run leaves them out of the stream and sends fewer bytes."""
+    fleet = cockpit.fleet
+    blobs = model_folder(fleet, "dgx1") / "blobs"
+    for i in range(6):
+        data = os.urandom(1 << 20) * 16
+        name = hashlib.sha256(data).hexdigest()
+        (blobs / name).write_bytes(data)
+        (snapshot(fleet, "dgx1") / f"model-{i}.safetensors").symlink_to(f"../../blobs/{name}")
+    shutil.rmtree(snapshot(fleet, "dgx2"))
+
+    def past_half(event: OpEvent) -> bool:
+        return (
+            isinstance(event, Progress) and event.node == "dgx2" and event.total is not None
+            and event.total * 0.55 < event.done < event.total * 0.7
+        )  # fmt: skip
+
+    with throttled(fleet, "dgx1>dgx2", 12):  # dd reports once a second: up to 12% more arrived
+        first = await cut(
+            sync_model(cockpit.ctx, cockpit.recipe(PINNED), "2nodes-dac"), "closed", past_half
+        )
     assert not snapshot(fleet, "dgx2").exists()
-    deadline = time.monotonic() + 10
-    while list(model_folder(fleet, "dgx2").glob(".cockpit-sync.*")) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    events = await run(sync_model(cockpit.ctx, cockpit.recipe(PINNED), "2nodes-dac"))
+    end = finished(events)
+    assert end.ok, end.summary
+    left_out = next(
+        int(e.message.split()[0]) for e in events
+        if isinstance(e, Notice) and "not sent again" in e.message
+    )  # fmt: skip
+    assert left_out >= 3  # past half way: at least three of the six had arrived whole
+    total = next(e.total for e in first if isinstance(e, Progress) and e.total)
+    assert sent_to(events, "dgx2") <= total - left_out * (16 << 20) + (1 << 16)  # tar's padding
     assert not list(model_folder(fleet, "dgx2").glob(".cockpit-sync.*"))
-    end = finished(await run(sync_model(cockpit.ctx, cockpit.recipe(PINNED), "2nodes-dac")))
-    assert end.ok, end.summary  # the locks were released; the next run copies it whole
-    assert (snapshot(fleet, "dgx2") / "model-big.safetensors").stat().st_size == 96 << 20
+    for i in range(6):
+        copied = snapshot(fleet, "dgx2") / f"model-{i}.safetensors"
+        assert copied.read_bytes() == (snapshot(fleet, "dgx1") / copied.name).read_bytes()
 
 
 async def test_dry_run_writes_nothing(cockpit: Cockpit) -> None:
@@ -181,7 +249,7 @@ async def test_dry_run_writes_nothing(cockpit: Cockpit) -> None:
     events = await run(sync_model(cockpit.ctx, cockpit.recipe(PINNED), CLUSTER, dry_run=True))
     end = finished(events)
     assert end.ok and "dry run" in end.summary
-    assert isinstance(events[0], Planned) and "dgx1 → cockpit → dgx2" in events[0].summary
+    assert isinstance(events[0], Planned) and "dgx1 → dgx2" in events[0].summary
     assert caches(fleet) == before
 
 
@@ -253,6 +321,11 @@ def test_the_cli_shows_the_plan_and_exits_as_the_other_operations(
     assert "refused: source dgx1's snapshot of Qwen/Qwen3-0.6B@" in refused.stdout
     unknown = cockpit("-r", "nope", "-c", "2nodes-dac")
     assert unknown.returncode == 2 and "unknown recipe 'nope'" in unknown.stdout + unknown.stderr
+    launch = subprocess.run(
+        [*base[:-1], "launch", "-r", PINNED, "-c", "2nodes-dac", "--sync-model", "--dry-run"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert launch.returncode == 0, launch.stdout + launch.stderr
 
 
 async def test_a_launch_refused_for_a_missing_snapshot_names_sync_model(cockpit: Cockpit) -> None:
@@ -266,3 +339,43 @@ async def test_a_launch_refused_for_a_missing_snapshot_names_sync_model(cockpit:
         isinstance(e, Notice) and "not in the model cache on dgx2" in e.message and fix in e.message
         for e in events
     )
+
+
+async def test_launch_sync_model_copies_the_snapshot_in_preflight_then_serves(
+    cockpit: Cockpit,
+) -> None:
+    from cockpit.ops.launch import launch
+    from cockpit.ops.stop import stop
+
+    fleet = cockpit.fleet
+    shutil.rmtree(snapshot(fleet, "dgx2"))
+    recipe = cockpit.recipe(PINNED)
+    events = await run(launch(cockpit.ctx, recipe, "2nodes-dac", sync_model=True))
+    end = finished(events)
+    try:
+        assert end.ok, end.summary
+        assert "sync-model" in events[0].steps  # type: ignore[attr-defined]
+        copied = [e for e in events if isinstance(e, StepFinished) and e.op == "sync-model"]
+        assert [(e.step, e.node, e.ok) for e in copied] == [
+            ("copy", "dgx2", True), ("verify", "dgx2", True),
+        ]  # fmt: skip
+        assert any(isinstance(e, Notice) and "dgx1 → dgx2" in e.message for e in events)
+        assert (snapshot(fleet, "dgx2") / "config.json").is_file()
+    finally:
+        assert finished(await run(stop(cockpit.ctx, lane=PINNED))).ok
+
+
+async def test_launch_sync_model_without_a_holder_is_refused_with_the_download(
+    cockpit: Cockpit,
+) -> None:
+    from cockpit.ops.launch import launch
+
+    fleet = cockpit.fleet
+    fleet.corrupt_snapshot("dgx1", REPO)
+    shutil.rmtree(snapshot(fleet, "dgx2"))
+    events = await run(launch(cockpit.ctx, cockpit.recipe(PINNED), "2nodes-dac", sync_model=True))
+    end = finished(events)
+    assert end.exit_code == 2 and "huggingface-cli download" in end.summary + " ".join(
+        e.message for e in events if isinstance(e, Notice)
+    )
+    assert not snapshot(fleet, "dgx2").exists()

@@ -3,6 +3,7 @@ quoting of every value, and preflight naming `sync-model` as the fix."""
 
 from __future__ import annotations
 
+import hashlib
 import shlex
 import subprocess
 from pathlib import Path
@@ -16,7 +17,12 @@ from cockpit.ops.facts import NodeFacts
 from cockpit.ops.model_sync_plan import (
     MANIFEST_SCRIPT,
     CacheIdentity,
+    held_command,
+    manifest_blobs,
+    manifest_command,
     model_dir,
+    model_relay_command,
+    parse_held,
     parse_identity,
     plan_model_sync,
     receive_command,
@@ -60,7 +66,7 @@ def test_missing_and_corrupt_nodes_are_copied_from_the_first_matching(model: Mod
     assert (
         "does not match the pin" in reasons["dgx1"] and reasons["dgx3"] == "not in the model cache"
     )
-    assert "dgx2 → cockpit → dgx1 (config.json sha256" in plan.describe()
+    assert "dgx2 → dgx1 (config.json sha256" in plan.describe()
 
 
 def test_a_given_source_must_match_and_be_reachable(model: ModelFacts) -> None:
@@ -125,6 +131,79 @@ def test_tar_size_is_the_size_tar_writes(tmp_path: Path) -> None:
     assert tar_size(listing) == len(stream)
 
 
+def hf_model(root: Path, blobs: dict[str, bytes]) -> tuple[Path, str]:
+    """An HF model folder: one snapshot whose files are symlinks to `blobs` (name → content)."""
+    model = root / "models--o--n"
+    snap = model / "snapshots" / "abc1234"
+    (model / "blobs").mkdir(parents=True)
+    snap.mkdir(parents=True)
+    for i, (name, data) in enumerate(blobs.items()):
+        (model / "blobs" / name).write_bytes(data)
+        (snap / f"w{i}.safetensors").symlink_to(f"../../blobs/{name}")
+    (snap / "config.json").write_text("{}")
+    return model, snap.name
+
+
+def bash(command: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(shlex.split(command), input=stdin, capture_output=True, timeout=30)
+
+
+def test_blobs_held_whole_are_left_out_and_the_size_follows(tmp_path: Path) -> None:
+    """Only blobs named by their content's sha256 count as held; the send leaves out the
+    skipped ones and `tar_size` says how big the smaller stream is."""
+    whole, other = b"w" * 3000, b"o" * 5000
+    named = hashlib.sha256(whole).hexdigest()
+    lying = "b" * 64  # a sha256 name its content does not match
+    model, rev = hf_model(tmp_path / "src", {named: whole, lying: other})
+    listing = bash(manifest_command(str(model), rev)).stdout.decode()
+    blobs = manifest_blobs(listing)
+    assert blobs == {named: 3000, lying: 5000}
+    held = parse_held(bash(held_command(str(model), blobs)).stdout.decode(), blobs)
+    assert held == {named}
+    stream = bash(send_command(str(model), rev, held)).stdout
+    assert len(stream) == tar_size(listing, held) < tar_size(listing)
+    names = bash("tar -tf -", stream).stdout.decode().split()
+    assert f"blobs/{lying}" in names and f"blobs/{named}" not in names
+
+
+def test_a_cut_receive_keeps_the_whole_blobs_and_a_killed_ones_are_salvaged(
+    tmp_path: Path,
+) -> None:
+    first, second = b"1" * 20000, b"2" * 20000
+    a, b = sorted(hashlib.sha256(d).hexdigest() for d in (first, second))
+    data = {hashlib.sha256(first).hexdigest(): first, hashlib.sha256(second).hexdigest(): second}
+    model, rev = hf_model(tmp_path / "src", {a: data[a], b: data[b]})
+    stream = bash(send_command(str(model), rev)).stdout
+    dest = tmp_path / "dst" / "models--o--n"
+    cut = stream[: stream.index(data[b][:512])]  # blob a whole, b's header only
+    received = bash(receive_command(str(dest), rev), cut)
+    assert received.returncode != 0 and not (dest / "snapshots").exists()
+    assert [p.name for p in (dest / "blobs").iterdir()] == [a]
+    (dest / "blobs" / a).unlink()  # as if the receive had been killed: its temp folder stays
+    left = dest / ".cockpit-sync.killed" / "blobs"
+    left.mkdir(parents=True)
+    (left / a).write_bytes(data[a])
+    (left / b).write_bytes(data[b][:100])
+    held = bash(held_command(str(dest), {a: 20000, b: 20000})).stdout.decode()
+    assert parse_held(held, {a, b}) == {a} and not list(dest.glob(".cockpit-sync.*"))
+
+
+def test_the_relay_carries_the_snapshot_command_to_every_hop(model: ModelFacts) -> None:
+    folders = {"dgx1": "/srv/a b", "dgx2": "/srv/it's $(x)", "dgx3": "/c"}
+    facts = {"dgx1": fact("dgx1"), "dgx2": fact("dgx2", BAD), "dgx3": fact("dgx3", None, False)}
+    plan = plan_model_sync(model, ["dgx1", "dgx2", "dgx3"], facts, own(*folders), width=1)
+    assert plan.chains == (("dgx2", "dgx3"),)
+    assert "dgx1 → dgx2 (config.json sha256" in plan.describe()
+    argv = shlex.split(model_relay_command(plan, folders, model.revision, {"c" * 64}))
+    assert argv[:2] == ["bash", "-c"] and argv[-1] == "2>&1"
+    hops = argv[-6:-1]
+    assert hops[0] == "dgx2" and hops[2] == "dgx3" and hops[4] == ""
+    assert hops[1] == receive_command(folders["dgx2"], model.revision)
+    assert shlex.split(argv[5])[-3:] == [folders["dgx1"], model.revision, "c" * 64]
+    star = plan_model_sync(model, ["dgx1", "dgx2", "dgx3"], facts, own(*folders), width=2)
+    assert star.chains == (("dgx2",), ("dgx3",))
+
+
 def test_every_value_reaches_the_shell_quoted(model: ModelFacts) -> None:
     hostile = "/srv/it's $(reboot) `id`;x\nnewline"
     with pytest.raises(InputError, match="control characters"):
@@ -173,3 +252,7 @@ def test_preflight_names_sync_model_when_a_node_of_the_cluster_holds_it(
     fixes = [f.fix for f in check_snapshot(plan, missing)]
     assert "huggingface-cli download" in fixes[0] and "re-download" in fixes[1]
     assert snapshot_problems(model, fact("dgx1")) == []
+    # launch --sync-model: no failure when a node holds it, the same failures when none does
+    held = {"dgx1": fact("dgx1"), "dgx2": fact("dgx2", present=False)}
+    assert check_snapshot(plan, held, will_sync=True) == []
+    assert check_snapshot(plan, missing, will_sync=True) == check_snapshot(plan, missing)

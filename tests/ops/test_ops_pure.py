@@ -15,7 +15,7 @@ from cockpit.ops.facts import NodeFacts, parse_facts, parse_listening, parse_wei
 from cockpit.ops.history import BootHistory, eta_seconds
 from cockpit.ops.locks import LockRecord, stale_reason
 from cockpit.ops.preflight import lane_fit, preflight
-from cockpit.ops.sync_plan import parse_hop_line, plan_sync, relay_command, split_chains
+from cockpit.ops.sync_plan import image_relay_command, parse_hop_line, plan_sync, split_chains
 from cockpit.plan import plan_lane
 from cockpit.plan.memory_fit import MemoryFit
 from cockpit.telemetry.docker_out import ContainerRow
@@ -158,7 +158,7 @@ def test_relay_command_quotes_hostile_values_through_real_bash(tmp_path: Path) -
     hostile = "repo@sha256:0'; touch pwned; echo '"
     (tmp_path / "docker").write_text('#!/bin/bash\nprintf "%s\\n" "$@" > args.txt\n')
     (tmp_path / "docker").chmod(0o755)
-    command = relay_command(hostile, [])
+    command = image_relay_command(hostile, [])
     subprocess.run(
         ["bash", "-c", command], cwd=tmp_path, env={"PATH": f"{tmp_path}:/usr/bin:/bin"},
         timeout=10, check=False,
