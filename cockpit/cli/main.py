@@ -44,6 +44,7 @@ COMMAND_MODULES = {
     "serve": "serve_cmd",
     "history": "history_cmd",
     "recipe": "recipe_cmds",
+    "import": "recipe_cmds",
     "completion": "completion",
 }
 OPENS_TUI = {"tui", "demo"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -97,8 +98,42 @@ def recipe_group() -> None:
     """Recipes from other tools."""
 
 
+SOURCE = click.argument("source", type=click.Path(path_type=Path, dir_okay=False))
+OPTIONS = [
+    click.option("--name", help="Lane name (default: the source's file name)."),
+    click.option(
+        "--out",
+        type=click.Path(file_okay=False, path_type=Path),
+        help="Folder to write NAME.toml in (default: the inventory).",
+    ),
+    click.option(
+        "--set",
+        "sets",
+        multiple=True,
+        metavar="FIELD=VALUE",
+        help="Fill or change a recipe field, e.g. --set model.num_attention_heads=48 (repeatable).",
+    ),
+    click.option(
+        "--model-config",
+        type=click.Path(path_type=Path, dir_okay=False),
+        help="The model's Hugging Face config.json: head counts, maximum context, architecture "
+        "and KV bytes per token for [model] (a --set still wins).",
+    ),
+    click.option(
+        "--dry-run", is_flag=True, help="Print the recipe (secrets as <redacted>); write nothing."
+    ),
+]
+
+
+def import_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The options every import command takes (one list: `recipe import` and `import X`)."""
+    for option in reversed(OPTIONS):
+        command = option(command)
+    return command
+
+
 @recipe_group.command(name="import")
-@click.argument("source", type=click.Path(path_type=Path, dir_okay=False))
+@SOURCE
 @click.option(
     "--format",
     "fmt",
@@ -107,30 +142,39 @@ def recipe_group() -> None:
     help="sparkrun: recipe YAML (v2, or v1); eugr: its recipe YAML or a launch script / env "
     "file with the `vllm serve` lines (default: by the file's suffix).",
 )
-@click.option("--name", help="Lane name (default: the source's file name).")
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Folder to write NAME.toml in (default: the inventory).",
-)
-@click.option(
-    "--set",
-    "sets",
-    multiple=True,
-    metavar="FIELD=VALUE",
-    help="Fill or change a recipe field, e.g. --set model.num_attention_heads=48 (repeatable).",
-)
-@click.option(
-    "--model-config",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="The model's Hugging Face config.json: head counts, maximum context, architecture "
-    "and KV bytes per token for [model] (a --set still wins).",
-)
-@click.option(
-    "--dry-run", is_flag=True, help="Print the recipe (secrets as <redacted>); write nothing."
-)
+@import_options
 @click.pass_context
-def import_cmd(
+def import_cmd(ctx: click.Context, source: Path, fmt: str | None, **options: Any) -> None:
+    """Write a cockpit recipe from a sparkrun recipe or an eugr launch; what cannot be carried
+    over is listed on stderr as `not imported: KEY (why)`."""
+    import_recipe(ctx, source, fmt, **options)
+
+
+@click.group(name="import", cls=GuidedGroup)
+def import_group() -> None:
+    """Recipes from sparkrun or eugr's spark-vllm-docker (as `cockpit recipe import`)."""
+
+
+@import_group.command(name="sparkrun")
+@SOURCE
+@import_options
+@click.pass_context
+def import_sparkrun(ctx: click.Context, source: Path, **options: Any) -> None:
+    """A sparkrun recipe (YAML v2, or v1) as a cockpit recipe."""
+    import_recipe(ctx, source, "sparkrun", **options)
+
+
+@import_group.command(name="eugr")
+@SOURCE
+@import_options
+@click.pass_context
+def import_eugr(ctx: click.Context, source: Path, **options: Any) -> None:
+    """An eugr launch (its recipe YAML, or a launch script / .env with the `vllm serve` lines)
+    as a cockpit recipe."""
+    import_recipe(ctx, source, "eugr", **options)
+
+
+def import_recipe(
     ctx: click.Context,
     source: Path,
     fmt: str | None,
@@ -140,8 +184,7 @@ def import_cmd(
     model_config: Path | None,
     dry_run: bool,
 ) -> None:
-    """Write a cockpit recipe from a sparkrun recipe or an eugr launch; what cannot be carried
-    over is listed on stderr as `not imported: KEY (why)`."""
+    """Write the recipe `source` makes (checked by the recipe loader first), or say why not."""
     inventory = load_inventory(inventory_option(ctx))
     text = _read(source)
     yaml_source = source.suffix.lower() in YAML_SUFFIXES
@@ -181,4 +224,4 @@ def import_cmd(
     click.echo(f"wrote {target}: lane {name} on {', '.join(imported.table['lane']['clusters'])}")
 
 
-COMMANDS = [recipe_group]
+COMMANDS = [recipe_group, import_group]

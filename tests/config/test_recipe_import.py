@@ -404,3 +404,23 @@ def test_dry_run_shows_no_secret_and_the_file_keeps_it(tmp_path: Path) -> None:
     written = run_cockpit("--inventory", inv, "recipe", "import", source, *sets)
     assert written.returncode == 0 and secret not in written.stderr
     assert f'HF_TOKEN = "{secret}"' in (inv / "s.toml").read_text()
+
+
+def test_cockpit_import_sparkrun_and_eugr_are_the_same_import(tmp_path: Path) -> None:
+    """`cockpit import sparkrun FILE` / `cockpit import eugr FILE`, as the issue names them."""
+    inv = _copy(PROJECT_RECIPES, tmp_path)
+    sets = [a for s in [DIGEST, *MODEL_FACTS, "serve.max_num_seqs=16"] for a in ("--set", s)]
+    source = FIXTURES / "qwen3.5-397b-a17b-int4-autoround-4x-vllm.yaml"
+    via_recipe = run_cockpit("--inventory", inv, "recipe", "import", source, "--dry-run", *sets)
+    via_import = run_cockpit("--inventory", inv, "import", "sparkrun", source, "--dry-run", *sets)
+    assert via_import.returncode == via_recipe.returncode == 0, via_import.stderr
+    assert via_import.stdout == via_recipe.stdout and via_import.stderr == via_recipe.stderr
+    script = FIXTURES / "eugr-gpt-oss-120b-tp2.sh"
+    eugr = run_cockpit("--inventory", inv, "import", "eugr", script, "--dry-run")
+    assert (
+        eugr.stdout
+        == run_cockpit(
+            "--inventory", inv, "recipe", "import", script, "--format", "eugr", "--dry-run"
+        ).stdout
+    )
+    assert eugr.stdout  # the draft, whatever the loader then says of it

@@ -93,6 +93,7 @@ async def test_removed_and_corrupted_snapshots_come_back_and_pass_the_pins(
 ) -> None:
     fleet = cockpit.fleet
     shutil.rmtree(snapshot(fleet, "dgx2"))
+    shutil.rmtree(model_folder(fleet, "dgx4"))  # three nodes to copy to, as the issue asks
     shutil.rmtree(model_folder(fleet, "dgx3") / "blobs")
     fleet.corrupt_snapshot("dgx3", REPO)
     events = await run(sync_model(cockpit.ctx, cockpit.recipe(PINNED), CLUSTER))
@@ -101,17 +102,14 @@ async def test_removed_and_corrupted_snapshots_come_back_and_pass_the_pins(
     planned = events[0]
     assert isinstance(planned, Planned)
     assert "dgx2 (not in the model cache)" in planned.summary
-    assert (
-        "dgx3 (config.json sha256" in planned.summary
-        and "already matching: dgx4" in planned.summary
-    )
+    assert "dgx3 (config.json sha256" in planned.summary and "dgx4" in planned.summary
     bars = [e for e in events if isinstance(e, Progress) and e.node == "dgx2"]
     assert bars and bars[-1].done == bars[-1].total and bars[-1].unit == "B"
     verified = {
         e.node for e in events if isinstance(e, StepFinished) and e.step == "verify" and e.ok
     }
-    assert verified == {"dgx2", "dgx3"}
-    for node in ("dgx2", "dgx3"):
+    assert verified == {"dgx2", "dgx3", "dgx4"}
+    for node in ("dgx2", "dgx3", "dgx4"):
         copied = snapshot(fleet, node)
         assert (copied / "config.json").read_bytes() == (
             snapshot(fleet, "dgx1") / "config.json"
