@@ -22,7 +22,7 @@ from cockpit.telemetry.docker_out import (
     lane_of,
 )
 from cockpit.telemetry.gpu import MemoryView, node_memory_view
-from cockpit.telemetry.host import HostLoad, host_load
+from cockpit.telemetry.host import HostLoad
 
 
 class Health(StrEnum):
@@ -175,13 +175,7 @@ def node_row(
         memory=node_memory_view(facts.gpus.values(), facts.meminfo, facts.apps),
         containers=containers,
         failed=tuple(f"{tag} exit {code}" for tag, code in sorted(facts.failed.items())),
-        host=host_load(
-            facts.host_before,
-            facts.host_before_at,
-            facts.host,
-            facts.host_at,
-            facts.meminfo.swap_used_bytes if facts.meminfo else None,
-        ),
+        host=facts.host_load(),
     )
 
 

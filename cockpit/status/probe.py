@@ -30,7 +30,7 @@ from cockpit.telemetry.gpu import (
     parse_compute_apps,
     parse_meminfo,
 )
-from cockpit.telemetry.host import HostSample, parse_host
+from cockpit.telemetry.host import HostLoad, HostSample, host_load, parse_host
 
 GPU_QUERY = [
     "nvidia-smi",
@@ -215,6 +215,11 @@ class NodeFacts:
     failed: Mapping[str, int] = field(default_factory=dict)
     heard_at: float | None = None
     probe_error: str | None = None  # why the node's probe stream last stopped
+
+    def host_load(self) -> HostLoad | None:
+        """CPU and link rates between the last two host samples, and swap in use now."""
+        swap = self.meminfo.swap_used_bytes if self.meminfo else None
+        return host_load(self.host_before, self.host_before_at, self.host, self.host_at, swap)
 
     def unknown(self) -> tuple[str, ...]:
         """The kinds of fact that neither arrived nor failed yet (gpu, mem, ps, img)."""

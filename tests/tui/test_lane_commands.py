@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from textual.command import CommandPalette
 from textual.pilot import Pilot
 
@@ -37,17 +38,20 @@ def test_any_words_in_any_order_find_a_lane() -> None:
     assert words_score("", PRO) == 0
 
 
+@pytest.mark.parametrize(
+    ("words", "op"), [("stop qwen dac", "stop"), ("model snapshot qwen dac", "sync_model")]
+)
 async def test_the_palette_runs_an_operation_on_the_lane_it_names(
-    make_app: Callable[..., CockpitApp],
+    make_app: Callable[..., CockpitApp], words: str, op: str
 ) -> None:
     ops = ScriptedOperations()
     app = make_app(operations=ops)
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause(0.3)
-        await choose(pilot, "stop qwen dac", ConfirmScreen)
+        await choose(pilot, words, ConfirmScreen)
         await pilot.press("y")
         await pilot.pause(0.5)
-        assert ops.started == [("stop", "qwen3-0.6b-2x")]
+        assert ops.started == [(op, "qwen3-0.6b-2x")]
 
 
 async def test_the_palette_has_no_duplicate_of_textuals_own_entries(
@@ -70,16 +74,3 @@ async def test_a_bench_from_the_palette_opens_its_plan_editor(
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause(0.3)
         await choose(pilot, "bench qwen dac", BenchPlanScreen)
-
-
-async def test_the_palette_syncs_a_lanes_model_snapshot(
-    make_app: Callable[..., CockpitApp],
-) -> None:
-    ops = ScriptedOperations()
-    app = make_app(operations=ops)
-    async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause(0.3)
-        await choose(pilot, "model snapshot qwen dac", ConfirmScreen)
-        await pilot.press("y")
-        await pilot.pause(0.5)
-        assert ops.started == [("sync_model", "qwen3-0.6b-2x")]

@@ -42,7 +42,6 @@ from cockpit.telemetry.docker_out import (
     lane_of,
 )
 from cockpit.telemetry.gpu import node_memory_view
-from cockpit.telemetry.host import host_load
 from cockpit.telemetry.metrics import parse_metrics
 from cockpit.tui.state.inputs import (
     EngineSampled,
@@ -142,13 +141,7 @@ def node_input(
         tuple(rank for _, rank in lane_containers(facts, node, gone, before)),
         images,
         ranks_known=facts.containers is not None,
-        host=host_load(
-            facts.host_before,
-            facts.host_before_at,
-            facts.host,
-            facts.host_at,
-            facts.meminfo.swap_used_bytes if facts.meminfo else None,
-        ),
+        host=facts.host_load(),
     )
 
 

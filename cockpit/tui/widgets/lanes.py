@@ -10,7 +10,7 @@ from textual.widgets import DataTable
 from cockpit.tui.fit import end, fit_columns
 from cockpit.tui.state.views import FleetSnapshot, LaneView
 from cockpit.tui.widgets.palette import palette_of
-from cockpit.tui.widgets.pane import Pane, ViewContext
+from cockpit.tui.widgets.pane import FittedPane
 
 COLUMNS = ("lane", "cluster", "state", "endpoint", "image", "last bench")
 FLOORS = (40, 10, 16, 0, 7, 0)  # cells no column gives up; 0: dropped whole (enter shows it)
@@ -26,7 +26,7 @@ def orphans_line(lanes: tuple[LaneView, ...]) -> str:
     return f"ORPHANED: s on its row stops it ({fixes})" if fixes else ""
 
 
-class LanesPane(Pane):
+class LanesPane(FittedPane):
     """Its cursor row is the selected lane: every lane key (l, s, y, b, w) acts on it."""
 
     FIRST_FRAME = True
@@ -39,7 +39,6 @@ class LanesPane(Pane):
     def __init__(self) -> None:
         super().__init__("Lanes", id="lanes")
         self._shown: tuple[tuple[LaneView, ...], str, int] | None = None  # lanes, theme, width
-        self._normal_width = 0  # the table's width in the layout, while the pane is maximised
 
     def compose(self) -> ComposeResult:
         table: DataTable[Text | str] = DataTable(
@@ -60,16 +59,7 @@ class LanesPane(Pane):
         row_key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
         return row_key.value
 
-    def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
-        self._fill(snap, self.table.scrollable_content_region.width)
-
-    def maximising(self) -> None:
-        self._normal_width = self.table.scrollable_content_region.width
-
-    def restoring(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
-        self._fill(snap, self._normal_width)
-
-    def _fill(self, snap: FleetSnapshot, width: int) -> None:
+    def fill(self, snap: FleetSnapshot, width: int) -> None:
         """The rows, their columns fitted to `width` (`fit_columns`)."""
         table = self.table
         shown = (snap.lanes, self.app.theme, width)

@@ -17,7 +17,7 @@ from cockpit.tui.render import num, sparkline
 from cockpit.tui.state.inputs import RankOnNode
 from cockpit.tui.state.views import FleetSnapshot, NodeHealth, NodeView, fmt_duration
 from cockpit.tui.widgets.palette import Palette, palette_of
-from cockpit.tui.widgets.pane import Pane, ViewContext
+from cockpit.tui.widgets.pane import FittedPane
 
 COLUMNS = ("node", "link", "lane/rank", "gpu", "memory", "temp", "power", "clock", "util history",
            "cpu", "net ↓ ↑", "swap")  # fmt: skip
@@ -134,7 +134,7 @@ def _net(host: HostLoad | None) -> str:
     return f"{fmt_bytes(host.rx_bps)} {fmt_bytes(host.tx_bps)}"
 
 
-class NodesPane(Pane):
+class NodesPane(FittedPane):
     FIRST_FRAME = True
 
     class Chosen(Message):
@@ -150,23 +150,13 @@ class NodesPane(Pane):
         """node → the row on screen: at 128 nodes, building every row at each repaint was 39 %
         of the idle TUI's CPU (py-spy), and a repaint changes a few nodes."""
         self._columns: list[ColumnKey] = []
-        self._normal_width = 0  # the table's width in the layout, while the pane is maximised
 
     def compose(self) -> ComposeResult:
         table: DataTable[Text] = DataTable(cursor_type="row", id="nodes-table")
         self._columns = table.add_columns(*COLUMNS)
         yield table
 
-    def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
-        self._fill(snap, self.query_one(DataTable).scrollable_content_region.width)
-
-    def maximising(self) -> None:
-        self._normal_width = self.query_one(DataTable).scrollable_content_region.width
-
-    def restoring(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
-        self._fill(snap, self._normal_width)
-
-    def _fill(self, snap: FleetSnapshot, width: int) -> None:
+    def fill(self, snap: FleetSnapshot, width: int) -> None:
         """The rows, with the host's columns when they fit in `width` (`shown_columns`)."""
         colours = palette_of(self.app)
         before = self._rows

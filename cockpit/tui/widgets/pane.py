@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from textual.containers import Vertical
 from textual.message import Message
+from textual.widgets import DataTable
 
 from cockpit.tui.state.views import FleetSnapshot, LogSource
 
@@ -71,3 +72,28 @@ class Pane(Vertical):
             self.border_title = title
         if subtitle is not None and subtitle != (self.border_subtitle or ""):
             self.border_subtitle = subtitle
+
+
+class FittedPane(Pane):
+    """A pane whose table is laid out for its width: maximised, it remembers the width it had
+    in the layout and refits to it before the restore (one layout a press, not two)."""
+
+    def __init__(self, title: str, *, id: str) -> None:
+        super().__init__(title, id=id)
+        self._normal_width = 0  # the table's width in the layout, while the pane is maximised
+
+    def _table_width(self) -> int:
+        return self.query_one(DataTable).scrollable_content_region.width
+
+    def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
+        self.fill(snap, self._table_width())
+
+    def maximising(self) -> None:
+        self._normal_width = self._table_width()
+
+    def restoring(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
+        self.fill(snap, self._normal_width)
+
+    def fill(self, snap: FleetSnapshot, width: int) -> None:
+        """The content, fitted to `width` columns."""
+        raise NotImplementedError
