@@ -18,6 +18,7 @@ from textual.containers import Horizontal, Vertical
 from textual.events import Resize
 from textual.screen import Screen
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Header, Input
 
 from cockpit.atomic import write_atomic
@@ -641,6 +642,15 @@ class MainScreen(Screen[None]):
             None,
         )
         self.query_one(PaneBar).mark(index)
+
+    def _watch_maximized(self, previously: Widget | None, maximized: Widget | None) -> None:
+        """Textual also sets `-maximized-view` on the screen, which restyles every node of the DOM
+        (and drops every pane's line cache) on each press; the panes' own `-maximized` class is
+        all this screen's CSS needs (`main.tcss`), so only that changes."""
+        if previously is not None:
+            previously.remove_class("-maximized")
+        if maximized is not None:
+            maximized.add_class("-maximized")
 
     def action_maximise(self) -> None:
         if isinstance(self.maximized, Pane):
