@@ -130,6 +130,26 @@ async def test_help_palette_and_footer_come_from_the_same_bindings(
         assert isinstance(app.screen, ConfirmScreen)
 
 
+async def test_the_help_is_built_once_and_shown_again_in_the_theme_of_the_moment(
+    make_app: Callable[..., CockpitApp],
+) -> None:
+    """Composing the help and measuring its table cost most of a `?` press (55 ms of CPU, 21
+    with the help kept: `benchmarks/tui_press_cpu.py`); kept, it must still follow the theme."""
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("question_mark")
+        first = app.screen
+        assert isinstance(first, HelpScreen)
+        background = first.query_one("#dialog").styles.background
+        await pilot.press("escape", "t", "question_mark")
+        await pilot.pause(0.1)
+        assert app.screen is first
+        assert first.query_one("#dialog").styles.background != background
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
 async def test_theme_cycles_and_persists(make_app: Callable[..., CockpitApp]) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:

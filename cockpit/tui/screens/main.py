@@ -75,6 +75,9 @@ PAST_SPANS = (("1h", 3600.0), ("24h", 86400.0), ("7d", 7 * 86400.0))
 PAST_REFRESH_S = 30.0  # the store's figures are read again this often (10-30 s rows)
 
 
+HELP = "help"  # the name the help screen is installed under
+
+
 class MainScreen(Screen[None]):
     CSS_PATH = "main.tcss"
     BINDINGS = MAIN_BINDINGS
@@ -96,6 +99,7 @@ class MainScreen(Screen[None]):
         self._load_count = LoadCount()  # what the demo's load did since `g` last started it
         self._past_span: int | None = None  # index in PAST_SPANS; None: this session's series
         self._past: PastFigures | None = None  # the store's, read off the loop
+        self._help_for: tuple[list[tuple[str, str, str]], bool] | None = None  # the kept help's
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -716,7 +720,15 @@ class MainScreen(Screen[None]):
         self.notify(f"theme: {name}", timeout=2)
 
     def action_help(self) -> None:
-        self.app.push_screen(HelpScreen(self.key_rows(), self.cockpit.readonly))
+        """The help is built once and kept (installed) while its keys stay the same: composing it
+        and measuring its table again cost most of a press."""
+        rows, readonly = self.key_rows(), self.cockpit.readonly
+        if (rows, readonly) != self._help_for:
+            if self._help_for is not None:
+                self.app.uninstall_screen(HELP)
+            self.app.install_screen(HelpScreen(rows, readonly), HELP)
+            self._help_for = (rows, readonly)
+        self.app.push_screen(HELP)
 
     def action_quit(self) -> None:
         self.app.exit()
