@@ -103,3 +103,17 @@ def test_a_read_only_cockpit_offers_no_key_it_refuses_in_its_empty_panes() -> No
     assert "read-only" in watching and "launch" not in watching
     assert "b benches" in text(bench_table((), COLOURS))
     assert "b benches" not in text(bench_table((), COLOURS, readonly=True))
+
+
+def test_a_sweeps_other_concurrencies_are_columns_where_they_fit_and_named_where_not() -> None:
+    sweep = tuple(point(d, c, 3) for d in (0, 4096) for c in (1, 2, 4, 8))
+    wide = text(bench_table(sweep, COLOURS))
+    assert all(f"tg c{c}" in wide for c in (1, 2, 4, 8)) and "no room" not in wide
+    console = Console(width=200, file=io.StringIO())
+    narrow = text(bench_table(sweep, COLOURS, fit=(console, 32)))
+    assert "tg c1" in narrow and "tg c2" in narrow and "tg c4" not in narrow
+    assert "c4, c8: no room (m, or the report)" in " ".join(narrow.split())
+    some = text(bench_table(sweep, COLOURS, fit=(console, 40)))
+    assert "tg c4" in some and "tg c8" not in some and "c8: no room" in some
+    only_c1 = text(bench_table((point(0, 1, 3),), COLOURS, fit=(console, 32)))
+    assert "tg c2" in only_c1 and "no room" not in only_c1  # c2 "…" until measured, as before

@@ -30,7 +30,7 @@ from cockpit.bench.sweep_plan import (
     written,
 )
 from cockpit.tui.operations import LaneTarget
-from cockpit.tui.widgets.activity import SHOWN_CONCURRENCY
+from cockpit.tui.widgets.activity import ALWAYS_SHOWN
 
 ROWS = {  # field: (label, what it is, as `cockpit bench --help` says)
     "depths": ("depths", "context tokens, comma list: 4096 or 4K"),
@@ -148,11 +148,10 @@ class BenchPlanScreen(ModalScreen[SweepPlan | None]):
         if plan is not None:
             note, refused = context_note(plan, self.max_model_len)
             (errors if refused else notes)["depths"] = note
-            beyond = [c for c in plan.concurrency if c not in SHOWN_CONCURRENCY]
+            beyond = [c for c in plan.concurrency if c not in ALWAYS_SHOWN]
             if beyond:
-                shown = " and ".join(f"c{c}" for c in SHOWN_CONCURRENCY)
                 listed = ", ".join(f"c{c}" for c in beyond)
-                notes["concurrency"] = f"{listed}: in the report; the Bench pane shows {shown}"
+                notes["concurrency"] = f"{listed}: Bench pane columns where they fit (m: all)"
         self.plan = None if errors else plan
         for name in FIELDS:
             why = self.query_one(f"#{name}-why", Static)

@@ -3,7 +3,8 @@ depth table, the depth plot under it, and the flags at the pane's foot, where no
 
 from __future__ import annotations
 
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -18,7 +19,7 @@ from cockpit.tui.widgets.palette import Palette, palette_of
 from cockpit.tui.widgets.pane import Pane, ViewContext
 
 FLAG_MARK = "⚑"
-SHOWN_CONCURRENCY = (1, 2)  # the table's tg columns (a sweep's other concurrencies: its report)
+ALWAYS_SHOWN = (1, 2)  # the default plan's tg columns; a sweep's others join them when they fit
 PLOT_MIN_ROWS = 8  # below this the plot is hidden: the table and the flags keep the room
 
 
@@ -83,15 +84,51 @@ def bench_title(points: tuple[BenchRow, ...]) -> str:
     return f"Bench · {mode}" if mode else "Bench"
 
 
+def shown_concurrency(rows: dict[int, dict[int, BenchRow]]) -> tuple[int, ...]:
+    """c1 and c2 (the default plan's, "…" until measured), then any other the sweep has."""
+    return tuple(sorted({*ALWAYS_SHOWN, *(c for by_c in rows.values() for c in by_c)}))
+
+
 def bench_table(
-    points: tuple[BenchRow, ...], colours: Palette, readonly: bool = False
+    points: tuple[BenchRow, ...],
+    colours: Palette,
+    readonly: bool = False,
+    fit: tuple[Console, int] | None = None,
 ) -> RenderableType:
-    """depth × c1/c2 tg tokens/s, Δ against the baseline when there is one, pp; a flagged row
-    is marked in its last column (`bench_flags` spells the flags out)."""
+    """depth × concurrency tg tokens/s, Δ against the baseline when there is one, pp; a flagged
+    row is marked in its last column (`bench_flags` spells the flags out). With `fit` (a console
+    and the pane's width), concurrencies beyond c2 that do not fit are left out, and the caption
+    names them (the report has them; `m` gives the room)."""
     if not points:
         hint = "read-only, this cockpit only watches" if readonly else "b benches the selected lane"
         return Text(f"no bench yet: {hint}", style=colours.muted)
     rows = last_sweep(points)
+    wanted = shown_concurrency(rows)
+    for n in range(len(wanted), len(ALWAYS_SHOWN), -1):
+        table = _depth_table(points, rows, wanted[:n], colours)
+        if fit is None or _width(fit[0], table) <= fit[1]:
+            break
+    else:
+        n = len(ALWAYS_SHOWN)
+        table = _depth_table(points, rows, wanted[:n], colours)
+    left = wanted[n:]
+    if left:
+        names = ", ".join(f"c{c}" for c in left)
+        table.caption = f"{names}: no room (m, or the report)"
+        table.caption_style = colours.muted
+    return table
+
+
+def _width(console: Console, table: Table) -> int:
+    return Measurement.get(console, console.options, table).maximum
+
+
+def _depth_table(
+    points: tuple[BenchRow, ...],
+    rows: dict[int, dict[int, BenchRow]],
+    concurrency: tuple[int, ...],
+    colours: Palette,
+) -> Table:
     with_base = any(p.baseline_tg_tps for by_c in rows.values() for p in by_c.values())
     table = Table(  # one space between columns, none at the edges: it fits the right column
         box=None,
@@ -102,10 +139,10 @@ def bench_table(
         title_style=colours.muted,
     )
     table.add_column("depth", justify="right", no_wrap=True)
-    legend = line_colours(colours)  # the headers are the depth plot's legend
-    for c in SHOWN_CONCURRENCY:
+    legend = line_colours(colours)  # the headers of c1 and c2 are the depth plot's legend
+    for c in concurrency:
         name = f"tg c{c}"
-        table.add_column(name, justify="right", no_wrap=True, header_style=legend[name])
+        table.add_column(name, justify="right", no_wrap=True, header_style=legend.get(name, ""))
         if with_base:
             table.add_column("Δ", justify="right", no_wrap=True)
     table.add_column("pp c1", justify="right", no_wrap=True, header_style=legend["pp c1"])
@@ -114,7 +151,7 @@ def bench_table(
         label = depth_label(depth)
         cells: list[Text | str] = [label]
         flagged = False
-        for c in SHOWN_CONCURRENCY:
+        for c in concurrency:
             p = rows[depth].get(c)
             cells.append(tg_cell(p) if p else "…")
             if with_base:
@@ -181,13 +218,14 @@ class BenchPane(Pane):
             return
         self._shown = key
         colours = palette_of(self.app)
-        table = bench_table(snap.bench, colours, getattr(self.app, "readonly", False))
+        width = max(self.size.width, 1)
+        console = self.app.console
+        readonly = getattr(self.app, "readonly", False)
+        table = bench_table(snap.bench, colours, readonly, (console, width))
         flags = bench_flags(snap.bench, colours) if snap.bench else Text()
         self.query_one(Body).update(Group(table))
         self.retitle(bench_title(snap.bench))
         self.query_one("#bench-flags", Static).update(flags)
-        width = max(self.size.width, 1)
-        console = self.app.console
         used = sum(
             len(console.render_lines(r, console.options.update_width(width), pad=False))
             for r in (table, flags)
