@@ -11,13 +11,15 @@ from cockpit.config import resolve_inventory_dir
 from cockpit.config.inventory import PROJECT_RECIPES
 from cockpit.errors import InputError
 from cockpit.settings import user_config
+from cockpit.telemetry.slo import Slo
+from cockpit.tui.settings import load_settings
 from tests.cli_runner import run_cockpit
 
 
 @pytest.fixture
 def config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An XDG config home with a `cockpit/` folder, and no COCKPIT_* setting variable."""
-    for name in ("COCKPIT_INVENTORY", "COCKPIT_HISTORY"):
+    for name in ("COCKPIT_INVENTORY", "COCKPIT_HISTORY", "COCKPIT_THEME", "COCKPIT_SLO"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     (tmp_path / "cockpit").mkdir()
@@ -78,3 +80,22 @@ def test_a_mistake_in_a_variable_names_the_variable(
     monkeypatch.setenv("COCKPIT_HISTORY", "retention_days=7")
     with pytest.raises(InputError, match=r"^\$COCKPIT_HISTORY: not JSON"):
         user_config()
+
+
+def test_the_tui_settings_take_their_variables_over_the_file(
+    config_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = config_home / "cockpit" / "tui.toml"
+    path.write_text('theme = "cockpit-dark"\n[keymap]\nlaunch = "ctrl+l"\n[slo]\ntpot_ms = 50\n')
+    monkeypatch.setenv("COCKPIT_THEME", "cockpit-light")
+    monkeypatch.setenv("COCKPIT_SLO", '{"ttft_ms": 1500}')
+    settings = load_settings(path)
+    assert settings.theme == "cockpit-light" and settings.keymap == {"launch": "ctrl+l"}
+    assert settings.slo == Slo(ttft_s=1.5, tpot_s=0.05)  # the table merged, key by key
+    assert load_settings(config_home / "none.toml").theme == "cockpit-light"  # no file
+    monkeypatch.setenv("COCKPIT_SLO", '{"tpof_ms": 10}')
+    with pytest.raises(InputError) as caught:
+        load_settings(path)
+    assert str(caught.value) == (
+        "$COCKPIT_SLO: slo.tpof_ms: unknown key 'tpof_ms' (did you mean 'tpot_ms'?)"
+    )
