@@ -9,31 +9,38 @@ driver: the progress events carry wall timestamps, from which each run's decode 
 
 One process per group of points sharing pp/tg/mode (its startup costs seconds); a hung process
 is interrupted (llama-benchy saves partial results on SIGINT) and the rest is retried once.
+The process itself is `benchy_process`, its progress lines `benchy_progress` and its result
+JSON `benchy_result`: this module is what the driver makes of them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
-import math
 import os
 import shutil
-import signal
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx
 
 from cockpit.bench import forensics, honesty
+from cockpit.bench.benchy_process import (
+    benchy_argv,
+    groups,
+    interrupt,
+    progress_events,
+    serve_book,
+    stop,
+)
+from cockpit.bench.benchy_progress import ProgressTracker, decode_windows, seen_stream_rates
+from cockpit.bench.benchy_result import drop_runs, read_result, run_stream_rates
 from cockpit.bench.client import Clock
-from cockpit.bench.driver import Driver, DriverConfig
+from cockpit.bench.driver import Driver
 from cockpit.bench.events import (
     BenchWarning,
     LatencyMeasured,
@@ -41,7 +48,7 @@ from cockpit.bench.events import (
     PointStarted,
     RequestProgress,
 )
-from cockpit.bench.method import PhaseStats, Stat, implausible_runs
+from cockpit.bench.method import PhaseStats, implausible_runs
 from cockpit.bench.models import (
     EngineObservation,
     Flag,
@@ -50,245 +57,9 @@ from cockpit.bench.models import (
     PointResult,
     PointSpec,
 )
-from cockpit.bench.prompts import book_text
 from cockpit.bench.watch import Counters, MetricsSampler, Watchdog
 from cockpit.errors import InputError
 from cockpit.events import OpEvent
-
-if TYPE_CHECKING:
-    from aiohttp import web
-
-PROGRESS_SCHEMA = "llama-benchy-progress.v1"
-
-
-def benchy_argv(
-    cfg: DriverConfig, points: Sequence[PointSpec], book_url: str, result: Path
-) -> list[str]:
-    """One llama-benchy command line for points sharing pp, tg and mode (it runs the grid)."""
-    first = points[0]
-    argv = [
-        *cfg.exe,
-        "--base-url", f"{cfg.base_url}/v1",
-        "--model", cfg.model,
-        "--tokenizer", str(cfg.tokenizer_dir),
-        "--book-url", book_url,
-        "--pp", str(first.pp),
-        "--tg", str(first.tg),
-        "--depth", *(str(d) for d in sorted({p.depth for p in points})),
-        "--concurrency", *(str(c) for c in sorted({p.concurrency for p in points})),
-        "--runs", str(cfg.runs),
-        "--latency-mode", cfg.latency_mode,
-        "--skip-coherence",
-        "--save-result", str(result),
-        "--format", "json",
-        "--emit-progress", "-",
-    ]  # fmt: skip
-    if not cfg.warmup:
-        argv.append("--no-warmup")
-    if not cfg.adapt_prompt:
-        argv.append("--no-adapt-prompt")
-    if first.cold:
-        argv.append("--no-cache")
-    elif any(p.depth > 0 for p in points):
-        argv.append("--enable-prefix-caching")  # applies to depth > 0 only
-    return argv
-
-
-def groups(points: Sequence[PointSpec]) -> list[list[PointSpec]]:
-    """Points split by (pp, tg, cold), each group one llama-benchy invocation, order kept."""
-    out: dict[tuple[int, int, bool], list[PointSpec]] = {}
-    for p in points:
-        out.setdefault((p.pp, p.tg, p.cold), []).append(p)
-    return list(out.values())
-
-
-def parse_progress_line(line: str) -> dict[str, Any] | None:
-    """One llama-benchy progress event, None for anything else."""
-    try:
-        data = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(data, dict) or data.get("schema") != PROGRESS_SCHEMA:
-        return None
-    return data
-
-
-def _stat(value: Any, factor: float) -> Stat | None:
-    if not isinstance(value, dict) or "mean" not in value:
-        return None
-    values = tuple(float(v) * factor for v in value.get("values") or ())
-    return Stat(float(value["mean"]) * factor, float(value.get("std", 0.0)) * factor, values)
-
-
-def _phase(bench: dict[str, Any], scale: float, runs: int) -> PhaseStats:
-    rate, ms = 1.0 / scale, scale
-    concurrency = int(bench.get("concurrency", 1))
-    return PhaseStats(
-        concurrency=concurrency,
-        pp=_stat(bench.get("pp_throughput"), rate),
-        pp_req=_stat(bench.get("pp_req_throughput"), rate),
-        tg=_stat(bench.get("tg_throughput"), rate),
-        tg_req=_stat(bench.get("tg_req_throughput"), rate),
-        ttfr_ms=_stat(bench.get("ttfr"), ms),
-        est_ppt_ms=_stat(bench.get("est_ppt"), ms),
-        e2e_ttft_ms=_stat(bench.get("e2e_ttft"), ms),
-        requests=runs * concurrency,
-        errors=0,
-    )
-
-
-def parse_benchy_result(
-    data: dict[str, Any], scale: float, runs: int
-) -> dict[tuple[int, int, int, int], tuple[PhaseStats | None, PhaseStats | None]]:
-    """(depth, c, pp, tg) → (inference, context load) from llama-benchy's JSON result.
-
-    Rates are divided and times multiplied by the simulator's time scale (engine units).
-    """
-    out: dict[tuple[int, int, int, int], tuple[PhaseStats | None, PhaseStats | None]] = {}
-    for bench in data.get("benchmarks") or []:
-        key = (
-            int(bench["context_size"]),
-            int(bench["concurrency"]),
-            int(bench["prompt_size"]),
-            int(bench["response_size"]),
-        )
-        inference, context = out.get(key, (None, None))
-        phase = _phase(bench, scale, runs)
-        if bench.get("is_context_prefill_phase"):
-            context = phase
-        else:
-            inference = phase
-        out[key] = (inference, context)
-    return out
-
-
-def _cut(stat: Stat | None, bad: set[int], runs: int) -> Stat | None:
-    """`stat` without the values of the runs in `bad` (one value per run, or per request)."""
-    if stat is None or not bad:
-        return stat
-    values = stat.values
-    if not values or len(values) % runs:
-        return stat
-    per_run = len(values) // runs
-    return Stat.of([v for i, v in enumerate(values) if i // per_run not in bad])
-
-
-def drop_runs(phase: PhaseStats, bad: set[int], runs: int) -> PhaseStats:
-    """A llama-benchy phase with the runs in `bad` left out of every figure (counted)."""
-    if not bad:
-        return phase
-    return replace(
-        phase,
-        **{
-            name: _cut(getattr(phase, name), bad, runs)
-            for name in ("pp", "pp_req", "tg", "tg_req", "ttfr_ms", "est_ppt_ms", "e2e_ttft_ms")
-        },
-        dropped=len(bad),
-    )
-
-
-def run_stream_rates(phase: PhaseStats, runs: int) -> list[list[float]]:
-    """Per run, each stream's tg t/s, from llama-benchy's per-request values."""
-    stat = phase.tg_req if phase.concurrency > 1 else phase.tg
-    values = stat.values if stat else ()
-    if not values or len(values) % runs:
-        return []
-    per_run = len(values) // runs
-    return [list(values[i * per_run : (i + 1) * per_run]) for i in range(runs)]
-
-
-@dataclass
-class _Request:
-    run: int
-    start: float
-    first_token: float | None = None
-    end: float | None = None
-    tokens: int = 0
-    chunks: list[tuple[float, int]] = field(default_factory=list)  # (wall ts, tokens) each
-
-    def decode_rate(self) -> float | None:
-        """t/s after the first chunk, as its progress events were stamped (one per chunk, as
-        llama-benchy parsed it: a burst of chunks from one read is microseconds apart)."""
-        if len(self.chunks) < 2:
-            return None
-        first = self.chunks[0][0]
-        tokens = sum(n for _, n in self.chunks[1:])
-        span = self.chunks[-1][0] - first
-        if tokens <= 0:
-            return None
-        return tokens / span if span > 0 else math.inf
-
-
-@dataclass
-class ProgressTracker:
-    """llama-benchy's progress events of one point, grouped into its measured batches."""
-
-    spec: PointSpec
-    requests: dict[int, _Request] = field(default_factory=dict)
-
-    def feed(self, event: dict[str, Any]) -> tuple[int, int, str, int, bool] | None:
-        """Update from one event; (run, stream, phase, tokens, done) when a request moved."""
-        kind, ts = event.get("type"), float(event.get("ts", 0.0))
-        rid = event.get("request_id")
-        if not isinstance(rid, int):
-            return None
-        if kind == "request_start":
-            self.requests[rid] = _Request(int(event.get("run_index", 0)), ts)
-        req = self.requests.get(rid)
-        if req is None:
-            return None
-        if kind == "request_first_token":
-            req.first_token = ts
-        elif kind == "tokens":
-            count = int(event.get("count", 0))
-            req.tokens += count
-            req.chunks.append((ts, count))
-        elif kind == "request_end":
-            req.end = ts
-            req.tokens = int(event.get("total_tokens", req.tokens))
-        stream, phase = self._place(rid)
-        return req.run, stream, phase, req.tokens, req.end is not None
-
-    def _place(self, rid: int) -> tuple[int, str]:
-        """(stream, phase) of a request: a warm run sends c context loads, then c inferences."""
-        run = self.requests[rid].run
-        ids = sorted(i for i, r in self.requests.items() if r.run == run)
-        index = ids.index(rid)
-        c = self.spec.concurrency
-        if self.spec.warm_prefix:
-            return index % c, "context" if index < c else "inference"
-        return index % c, "inference"
-
-    def inference_batches(self) -> list[list[_Request]]:
-        batches: dict[int, list[_Request]] = {}
-        for rid in sorted(self.requests):
-            _, phase = self._place(rid)
-            if phase == "inference":
-                batches.setdefault(self.requests[rid].run, []).append(self.requests[rid])
-        return list(batches.values())
-
-
-def seen_stream_rates(tracker: ProgressTracker) -> list[list[float]]:
-    """Per measured run, each stream's decode t/s from the progress events: llama-benchy leaves a
-    stream out of its own per-request values when its decode had no span (a whole stream in one
-    read), so its values alone cannot always be split by run, and a burst slips through."""
-    return [
-        [rate for r in batch if (rate := r.decode_rate()) is not None]
-        for batch in tracker.inference_batches()
-    ]
-
-
-def decode_windows(tracker: ProgressTracker) -> list[tuple[tuple[float, float], float]]:
-    """Per measured batch: ((earliest first token, latest end), first-token stagger), wall s."""
-    out = []
-    for batch in tracker.inference_batches():
-        found = honesty.decode_window(
-            [r.first_token for r in batch if r.first_token is not None],
-            [r.end for r in batch if r.end is not None],
-        )
-        if found is not None:
-            out.append(found)
-    return out
 
 
 class _WallClock(Clock):
@@ -347,7 +118,7 @@ class BenchyDriver(Driver):
                 remaining, result_file, book_url, sampler, watchdog, trackers, state
             ):
                 yield event
-            found = _read_result(result_file, self.cfg.time_scale, self.cfg.runs)
+            found = read_result(result_file, self.cfg.time_scale, self.cfg.runs)
             current = state.current
             for spec in list(remaining):
                 if (spec.depth, spec.concurrency, spec.pp, spec.tg) not in found:
@@ -417,7 +188,7 @@ class BenchyDriver(Driver):
         before = state.first = await sampler.scrape()
         try:
             watchdog.touch()
-            async for event in _lines(proc, watchdog, state):
+            async for event in progress_events(proc, watchdog, state.stderr_tail):
                 if event.get("type") == "latency_measured":
                     scaled = float(event.get("latency_s", 0.0)) * self.cfg.time_scale
                     state.latency_s = scaled
@@ -473,9 +244,9 @@ class BenchyDriver(Driver):
                     idle_s=state.hung_for,
                     engine_note=sampler.note(),
                 )
-                await _interrupt(proc)  # llama-benchy saves its partial results on SIGINT
+                await interrupt(proc)  # llama-benchy saves its partial results on SIGINT
         finally:
-            await _stop(proc)
+            await stop(proc)
 
     def _result(
         self,
@@ -539,48 +310,6 @@ class _ProcessState:
     stderr_tail: list[str] = field(default_factory=list)
 
 
-async def _lines(
-    proc: asyncio.subprocess.Process, watchdog: Watchdog, state: _ProcessState
-) -> AsyncIterator[dict[str, Any]]:
-    """Progress events from stdout (stderr kept as a tail) until exit or the watchdog fires."""
-    assert proc.stdout is not None and proc.stderr is not None
-    queue: asyncio.Queue[tuple[str, str | None]] = asyncio.Queue()
-
-    async def pump(name: str, stream: asyncio.StreamReader) -> None:
-        async for raw in stream:
-            await queue.put((name, raw.decode(errors="replace").rstrip("\n")))
-        await queue.put((name, None))
-
-    pumps = [
-        asyncio.create_task(pump("out", proc.stdout)),
-        asyncio.create_task(pump("err", proc.stderr)),
-    ]
-    open_streams = 2
-    try:
-        while open_streams:
-            try:
-                async with asyncio.timeout(0.2):
-                    name, line = await queue.get()
-            except TimeoutError:
-                if watchdog.hung():
-                    return
-                continue
-            if line is None:
-                open_streams -= 1
-                continue
-            watchdog.touch()
-            if name == "err":
-                state.stderr_tail[:] = [*state.stderr_tail[-19:], line]
-                continue
-            event = parse_progress_line(line)
-            if event is not None:
-                yield event
-    finally:
-        for task in pumps:
-            task.cancel()
-        await asyncio.gather(*pumps, return_exceptions=True)
-
-
 def find_script(executable: str | None = None) -> str:
     """llama-benchy's script: beside this interpreter (a venv's bin, even when that venv is not
     on PATH), else on PATH; a one-line reason (exit 2) when it is in neither."""
@@ -595,57 +324,3 @@ def find_script(executable: str | None = None) -> str:
         f"--driver llama-benchy: no llama-benchy script beside {executable} nor on PATH "
         "(install the bench extra: pip install 'cockpit[bench]')"
     )
-
-
-def _read_result(
-    path: Path, scale: float, runs: int
-) -> dict[tuple[int, int, int, int], tuple[PhaseStats | None, PhaseStats | None]]:
-    try:
-        return parse_benchy_result(json.loads(path.read_text()), scale, runs)
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
-
-
-async def serve_book() -> tuple[web.AppRunner, str]:
-    """Our corpus on loopback for `--book-url` (llama-benchy downloads its prompt text)."""
-    from aiohttp import web  # only llama-benchy runs need it; importing it costs ~0.25 s
-
-    text = book_text()
-
-    async def book(_: web.Request) -> web.Response:
-        return web.Response(text=text)
-
-    app = web.Application()
-    app.router.add_get("/book.txt", book)
-    runner = web.AppRunner(app, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    return runner, f"http://127.0.0.1:{port}/book.txt"
-
-
-async def _interrupt(proc: asyncio.subprocess.Process, grace: float = 10.0) -> None:
-    """SIGINT, then wait a little for llama-benchy to write what it has."""
-    if proc.returncode is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        proc.send_signal(signal.SIGINT)
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(grace):
-            await proc.wait()
-
-
-async def _stop(proc: asyncio.subprocess.Process) -> None:
-    """Never leave the client running: terminate, then kill."""
-    if proc.returncode is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        proc.terminate()
-    try:
-        async with asyncio.timeout(5.0):
-            await proc.wait()
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        await proc.wait()

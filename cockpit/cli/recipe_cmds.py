@@ -16,16 +16,10 @@ from cockpit.cli.inventory_cmds import inventory_option
 from cockpit.config import load_inventory
 from cockpit.config.inventory import validate_recipe
 from cockpit.config.models import is_digest_ref
-from cockpit.config.recipe_import import (
-    Imported,
-    apply_sets,
-    from_script,
-    from_yaml,
-    lane_name,
-    model_facts,
-    read_yaml,
-    to_toml,
-)
+from cockpit.config.recipe_import.eugr import from_script
+from cockpit.config.recipe_import.recipe import apply_sets, lane_name, model_facts, to_toml
+from cockpit.config.recipe_import.source import Imported, read_yaml
+from cockpit.config.recipe_import.sparkrun import from_yaml
 from cockpit.config.toml_source import parse_toml
 from cockpit.errors import InputError, Problem
 from cockpit.redact import REDACTED, is_secret_name, redact_env, shown

@@ -12,7 +12,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from cockpit import paths
 from cockpit.assets import asset_dir
 from cockpit.config.clusters import Breakage, load_clusters
 from cockpit.config.models import Cluster, Node, Recipe, SshSettings
@@ -92,18 +91,14 @@ def _unknown(kind: str, name: str, known: dict[str, Any]) -> str:
 
 
 def resolve_inventory_dir(explicit: Path | None) -> Path:
-    """--inventory / $COCKPIT_INVENTORY, else the user config's `inventory`, else recipes/."""
+    """--inventory, else $COCKPIT_INVENTORY, else the user config's `inventory`, else recipes/;
+    a mistake in `config.toml` is an InputError (file, line, field)."""
     if explicit is not None:
         return explicit.expanduser()
-    from_env = os.environ.get("COCKPIT_INVENTORY")
-    if from_env:
-        return Path(from_env).expanduser()
-    user_config = paths.user_config_file()
-    if user_config.is_file():
-        configured = read_toml(user_config).data.get("inventory")
-        if isinstance(configured, str):
-            return Path(configured).expanduser()
-    return PROJECT_RECIPES
+    from cockpit.settings import user_config  # pydantic-settings: not for an --inventory run
+
+    configured = user_config().inventory  # the variable wins over the file
+    return Path(configured).expanduser() if configured else PROJECT_RECIPES
 
 
 def _load_recipe(

@@ -17,9 +17,10 @@ from cockpit.config import Inventory
 from cockpit.config.models import Recipe
 from cockpit.errors import InputError
 from cockpit.events import OpEvent, Planned
+from cockpit.ops.boot_watch import READY_WATCH_S, STALL_TIMEOUT_S, Timing
 from cockpit.ops.context import Emit, OpContext, OpLocks, Outcome
 from cockpit.ops.facts import FactsCollector
-from cockpit.ops.launch import READY_WATCH_S, STALL_TIMEOUT_S, Timing, launch_core
+from cockpit.ops.launch import launch_core
 from cockpit.ops.locks import LockRecord
 from cockpit.ops.preflight import lane_fit
 from cockpit.ops.stop import LaneSurvey, stop_core, survey_lanes

@@ -12,13 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from cockpit.atomic import write_atomic
 from cockpit.config.models import Strict
-from cockpit.config.problems import pydantic_problems
-from cockpit.config.toml_source import read_toml
 from cockpit.errors import InputError
+from cockpit.settings import FileSettings
 from cockpit.telemetry.slo import DEFAULT_SLO, Slo
 
 
@@ -37,8 +36,9 @@ class SloTable(Strict):
     tpot_ms: float = Field(default=DEFAULT_SLO.tpot_s * 1000, gt=0, strict=True)
 
 
-class TuiFile(Strict):
-    """The whole file: a misspelt key or table is refused with the one it should be."""
+class TuiFile(FileSettings):
+    """The whole file: a misspelt key or table is refused with the one it should be; each key
+    has its variable, which wins (`COCKPIT_THEME`, `COCKPIT_SLO='{"ttft_ms": 2000}'`)."""
 
     theme: str | None = None
     keymap: dict[str, str] = Field(default_factory=dict)
@@ -46,15 +46,9 @@ class TuiFile(Strict):
 
 
 def load_settings(path: Path) -> TuiSettings:
-    """Read `tui.toml`; a missing file means defaults, a broken one is an input error naming
-    file, line and field (as the inventory's)."""
-    if not path.is_file():
-        return TuiSettings(path)
-    src = read_toml(path)
-    try:
-        data = TuiFile.model_validate(src.data)
-    except ValidationError as exc:
-        raise InputError(pydantic_problems(src, TuiFile, exc)) from None
+    """Read `tui.toml` and its `COCKPIT_*` variables; a missing file means defaults, a broken one
+    is an input error naming file, line and field (as the inventory's)."""
+    data = TuiFile.load(path)
     slo = Slo(ttft_s=data.slo.ttft_ms / 1000, tpot_s=data.slo.tpot_ms / 1000)
     return TuiSettings(path, data.theme, dict(data.keymap), slo)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.bench import benchy, forensics, probe
+from cockpit.bench import benchy_process, benchy_progress, benchy_result, forensics, probe
 from cockpit.bench.driver import DriverConfig
 from cockpit.bench.environment import link_kind, route_device
 from cockpit.bench.events import BenchWarning, PointFinished, event_line, parse_event_line
@@ -51,7 +51,7 @@ def test_quality_perf_invocation_adds_prefix_caching_unless_cold(tmp_path: Path)
 
 def test_llama_benchy_result_in_engine_units() -> None:
     data = json.loads((FIX / "llama_benchy_result.json").read_text())
-    found = benchy.parse_benchy_result(data, scale=10.0, runs=2)
+    found = benchy_result.parse_benchy_result(data, scale=10.0, runs=2)
     assert set(found) == {
         (0, 1, 2048, 32),
         (0, 2, 2048, 32),
@@ -71,10 +71,10 @@ def test_llama_benchy_progress_groups_runs_and_phases() -> None:
     events = [
         e
         for line in (FIX / "llama_benchy_progress.jsonl").read_text().splitlines()
-        if (e := benchy.parse_progress_line(line))
+        if (e := benchy_progress.parse_progress_line(line))
     ]
     spec = PointSpec(4096, 2, 2048, 32)
-    tracker = benchy.ProgressTracker(spec)
+    tracker = benchy_progress.ProgressTracker(spec)
     mine: set[int] = set()
     for event in events:
         if event["type"] == "request_start" and (event["context_size"], event["concurrency"]) == (
@@ -87,9 +87,9 @@ def test_llama_benchy_progress_groups_runs_and_phases() -> None:
     assert len(tracker.requests) == 8  # 2 runs × (2 context loads + 2 inferences)
     batches = tracker.inference_batches()
     assert len(batches) == 2 and all(len(b) == 2 for b in batches)
-    windows = benchy.decode_windows(tracker)
+    windows = benchy_progress.decode_windows(tracker)
     assert len(windows) == 2 and all(end > start for (start, end), _ in windows)
-    assert benchy.parse_progress_line('{"type": "tokens"}') is None
+    assert benchy_progress.parse_progress_line('{"type": "tokens"}') is None
 
 
 def test_llama_benchy_streams_seen_in_its_progress_events_show_a_burst() -> None:
@@ -98,7 +98,7 @@ def test_llama_benchy_streams_seen_in_its_progress_events_show_a_burst() -> None
     progress events, one per chunk as it parsed them, show every stream of every run."""
     from cockpit.bench.method import implausible_runs
 
-    tracker = benchy.ProgressTracker(PointSpec(0, 2, 512, 32))
+    tracker = benchy_progress.ProgressTracker(PointSpec(0, 2, 512, 32))
     honest = [(1.0 + 0.003 * i, 1) for i in range(32)]  # ~333 t/s
     burst = [(1.0, 1)] + [(1.000_01 + 1e-6 * i, 1) for i in range(31)]  # one read
     all_at_once = [(1.0, 1), (1.0, 31)]  # the rest in one chunk stamped with the first
@@ -109,7 +109,7 @@ def test_llama_benchy_streams_seen_in_its_progress_events_show_a_burst() -> None
             for ts, count in chunks:
                 tracker.feed({"type": "tokens", "request_id": rid, "ts": ts, "count": count})
             rid += 1
-    rates = benchy.seen_stream_rates(tracker)
+    rates = benchy_progress.seen_stream_rates(tracker)
     assert [len(run) for run in rates] == [2, 2, 2]
     assert rates[0][0] == pytest.approx(31 / 0.093)
     assert rates[2][1] == float("inf")
@@ -119,12 +119,14 @@ def test_llama_benchy_streams_seen_in_its_progress_events_show_a_burst() -> None
 def test_llama_benchy_argv_per_group(tmp_path: Path) -> None:
     cfg = DriverConfig("http://h:1", "m", (), tmp_path, runs=2)
     warm = [PointSpec(d, c, 2048, 32) for d in (0, 65536) for c in (1, 2)]
-    argv = benchy.benchy_argv(cfg, warm, "http://127.0.0.1:9/book.txt", tmp_path / "r.json")
+    argv = benchy_process.benchy_argv(cfg, warm, "http://127.0.0.1:9/book.txt", tmp_path / "r.json")
     assert argv[argv.index("--depth") + 1 : argv.index("--depth") + 3] == ["0", "65536"]
     assert "--enable-prefix-caching" in argv and "--no-cache" not in argv
-    cold = benchy.benchy_argv(cfg, [PointSpec(65536, 2, 2048, 32, True)], "u", tmp_path / "r")
+    cold = benchy_process.benchy_argv(
+        cfg, [PointSpec(65536, 2, 2048, 32, True)], "u", tmp_path / "r"
+    )
     assert "--no-cache" in cold and "--enable-prefix-caching" not in cold
-    assert len(benchy.groups([*warm, PointSpec(0, 1, 2048, 32, True)])) == 2
+    assert len(benchy_process.groups([*warm, PointSpec(0, 1, 2048, 32, True)])) == 2
 
 
 def test_counters_scan_matches_the_real_capture() -> None:
@@ -231,7 +233,8 @@ def test_a_llama_benchy_point_without_its_own_bound_is_held_to_the_runs() -> Non
     read 55,921 t/s in CI before."""
     from types import SimpleNamespace
 
-    from cockpit.bench.benchy import BenchyDriver, ProgressTracker, _ProcessState
+    from cockpit.bench.benchy import BenchyDriver, _ProcessState
+    from cockpit.bench.benchy_progress import ProgressTracker
     from cockpit.bench.method import PhaseStats, Stat
     from cockpit.bench.models import FlagKind, PointSpec
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 
 from cockpit.bench import artifacts, probe
 from cockpit.bench import report as rep
-from cockpit.bench.benchy import serve_book
+from cockpit.bench.benchy_process import serve_book
 from cockpit.bench.events import BenchWarning, PointStarted, SweepFinished
 from cockpit.bench.models import FlagKind, PointSpec, SweepPlan
 from cockpit.bench.quality import parse_perf_table, quality_argv

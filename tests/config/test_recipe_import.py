@@ -12,14 +12,10 @@ import pytest
 
 from cockpit.config import load_inventory
 from cockpit.config.inventory import PROJECT_RECIPES
-from cockpit.config.recipe_import import (
-    apply_sets,
-    from_script,
-    from_yaml,
-    read_yaml,
-    shell_syntax,
-    to_toml,
-)
+from cockpit.config.recipe_import.eugr import from_script
+from cockpit.config.recipe_import.recipe import apply_sets, to_toml
+from cockpit.config.recipe_import.source import read_yaml, shell_syntax
+from cockpit.config.recipe_import.sparkrun import from_yaml
 from cockpit.errors import InputError
 from cockpit.plan import plan_lane
 from cockpit.plan.render import ENV_FILE

@@ -19,9 +19,10 @@ from cockpit.history.records import (
     OpRow,
     PhaseSpan,
 )
-from cockpit.history.settings import DEFAULT_RETENTION_DAYS, retention_days
+from cockpit.history.settings import retention_days
 from cockpit.history.store import HistoryStore, StoreError
 from cockpit.history.writer import DAY_S, Writer
+from cockpit.settings import DEFAULT_RETENTION_DAYS
 
 NOW = 1_800_000_000.0
 
