@@ -1,4 +1,4 @@
-"""A new user's pass over every key on the smallest terminal: each one answers visibly."""
+"""A new user's pass over every key on the smallest terminal and a large one: each answers visibly."""
 
 from __future__ import annotations
 
@@ -16,15 +16,19 @@ QUIET = {"quit", "load", "fix"}
 (both hidden from the footer, the help and the palette until then)."""
 
 
-async def test_every_key_at_80x24_answers_and_escape_gives_the_keys_back(
-    make_app: Callable[..., CockpitApp], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("size", [(80, 24), (200, 60)], ids=["80x24", "200x60"])
+async def test_every_key_answers_and_escape_gives_the_keys_back(
+    make_app: Callable[..., CockpitApp],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    size: tuple[int, int],
 ) -> None:
     """Each key opens a screen, posts a notice, moves the focus or changes what is shown; and
     after `/` and Escape the next keys reach the cockpit (they typed into the hidden search
     field before: every key after it seemed dead)."""
     monkeypatch.chdir(tmp_path)  # ctrl+s saves the log under ./logs
     app = make_app(operations=ScriptedOperations())
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=size) as pilot:
         await pilot.pause(0.3)
         main = app.screen
         silent = []
@@ -50,4 +54,4 @@ async def test_every_key_at_80x24_answers_and_escape_gives_the_keys_back(
                 await pilot.pause(0.1)
                 assert app.focused is not None and app.focused.id == "log-tail"
             app.clear_notifications()
-        assert not silent, f"keys with no visible answer at 80×24: {silent}"
+        assert not silent, f"keys with no visible answer at {size}: {silent}"
