@@ -214,8 +214,8 @@ class CockpitApp(App[None]):
         if self.demo is None:
             hidden |= DEMO_ONLY
         for binding in MAIN_BINDINGS:
-            if binding.action in hidden:
-                continue
+            if binding.action in hidden or main.check_action(binding.action, ()) is False:
+                continue  # e.g. `fix` with no refusal to mend: the palette offers what works
             yield SystemCommand(
                 binding.tooltip or binding.description,  # what palette searches match
                 f"key: {binding.key_display or binding.key}",

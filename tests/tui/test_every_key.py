@@ -55,3 +55,41 @@ async def test_every_key_answers_and_escape_gives_the_keys_back(
                 assert app.focused is not None and app.focused.id == "log-tail"
             app.clear_notifications()
         assert not silent, f"keys with no visible answer at {size}: {silent}"
+
+
+async def test_every_palette_entry_answers(
+    make_app: Callable[..., CockpitApp], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The palette's entries, run as the palette runs them (its callback), each answer visibly
+    at 80×24, as their keys do; Textual's own entries (quit aside) too."""
+    monkeypatch.chdir(tmp_path)
+    app = make_app(operations=ScriptedOperations())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.3)
+        main = app.screen
+        commands = [c for c in app.get_system_commands(main) if c.title != "Quit"]
+        assert len(commands) >= len(MAIN_BINDINGS) - len(QUIET) - 1
+        silent = []
+        for command in commands:
+            before = (app.export_screenshot(), app.focused, len(app._notifications), app.theme)
+            result = command.callback()
+            if hasattr(result, "__await__"):
+                await result
+            await pilot.pause(0.2)
+            answered = (
+                app.screen is not main
+                or app.focused is not before[1]
+                or len(app._notifications) != before[2]
+                or app.theme != before[3]
+                or app.export_screenshot() != before[0]
+            )
+            if not answered:
+                silent.append(command.title)
+            while app.screen is not main:
+                await pilot.press("escape")
+                await pilot.pause(0.1)
+            if app.focused is not None and app.focused.id == "log-search":
+                await pilot.press("escape")
+                await pilot.pause(0.1)
+            app.clear_notifications()
+        assert not silent, f"palette entries with no visible answer: {silent}"

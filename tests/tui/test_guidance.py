@@ -54,6 +54,7 @@ async def test_a_launch_refused_for_its_image_offers_the_sync_and_launch_key(
         notices = [n.message for n in app._notifications]  # type: ignore[attr-defined]
         assert "press F to sync the image, then launch" in notices[-1], notices
         assert "F" in {k.key for k in app.screen.query(FooterKey)}
+        assert any("refusal's fix" in c.title for c in app.get_system_commands(app.screen))
         await pilot.press("F")
         await pilot.pause(0.2)
         assert isinstance(app.screen, ConfirmScreen)
@@ -61,6 +62,7 @@ async def test_a_launch_refused_for_its_image_offers_the_sync_and_launch_key(
         await pilot.pause(0.4)
         assert ops.started == [("launch", QWEN.lane), ("sync_launch", QWEN.lane)]
         assert "F" not in {k.key for k in app.screen.query(FooterKey)}  # a new run cleared it
+        assert not any("refusal's fix" in c.title for c in app.get_system_commands(app.screen))
 
 
 async def test_a_launch_of_a_serving_lane_is_confirmed_only_with_a_warning(
