@@ -33,7 +33,8 @@ from cockpit.bench.sweep_plan import DRIVERS, field_value, written
 from cockpit.bench.tokenizer import lane_tokenizer, snapshot_dir
 from cockpit.cli.recording import cli_recorder
 from cockpit.cli.report_cmds import depth_charts
-from cockpit.config import Inventory, load_inventory
+from cockpit.cli.usable import usable_inventory
+from cockpit.config import Inventory
 from cockpit.errors import EXIT_FAILED, InputError
 from cockpit.events import OpEvent
 from cockpit.history.recorder import recording
@@ -62,7 +63,7 @@ def _lane_plan(
     """The inventory and the plan of `--recipe R --cluster C`, the alternative to `--endpoint`."""
     if not recipe or not cluster:
         raise InputError("give --recipe and --cluster (or --endpoint URL)")
-    inventory = load_inventory((ctx.obj or {}).get("inventory"))
+    inventory = usable_inventory((ctx.obj or {}).get("inventory"), cluster)
     return inventory, plan_lane(inventory, inventory.recipe(recipe), inventory.cluster(cluster))
 
 

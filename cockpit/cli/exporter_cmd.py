@@ -65,13 +65,13 @@ def exporter(ctx: click.Context, listen: str, allow_remote: bool, reports: Path)
             "fleet's metrics beyond this host"
         )
     from cockpit.cli.recording import cli_recorder
-    from cockpit.config import load_inventory
+    from cockpit.cli.usable import usable_inventory
     from cockpit.exporter.families import SnapshotCollector
     from cockpit.exporter.serve import export, serving
     from cockpit.history.recorder import Recorder
     from cockpit.ssh.inventory import pool_for
 
-    inventory = load_inventory((ctx.obj or {}).get("inventory"))
+    inventory = usable_inventory((ctx.obj or {}).get("inventory"))
     collector = SnapshotCollector()
 
     async def run(recorder: Recorder) -> None:

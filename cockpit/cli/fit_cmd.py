@@ -14,7 +14,8 @@ from pathlib import Path
 
 import click
 
-from cockpit.config import Inventory, load_inventory
+from cockpit.cli.usable import usable_inventory
+from cockpit.config import Inventory
 from cockpit.errors import EXIT_FAILED, EXIT_REFUSED
 from cockpit.plan import LanePlan, plan_lane
 from cockpit.plan.memory_fit import FitUnknown, MemoryFit
@@ -94,7 +95,7 @@ def _json(fit: MemoryFit | FitUnknown, plan: LanePlan) -> dict[str, object]:
 @click.pass_context
 def fit(ctx: click.Context, recipe_name: str, cluster_name: str | None, fmt: str) -> None:
     """Memory per rank: weights, runtime and KV pool, and whether the lane fits (no launch)."""
-    inventory = load_inventory(_inventory(ctx))
+    inventory = usable_inventory(_inventory(ctx), cluster_name)
     recipe = inventory.recipe(recipe_name)
     plan = plan_lane(inventory, recipe, inventory.cluster(cluster_name or recipe.lane.clusters[0]))
     result = asyncio.run(_read(inventory, plan))

@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cockpit.config import check_inventory, load_inventory, resolve_inventory_dir
+from cockpit.cli.usable import usable_inventory
+from cockpit.config import check_inventory, resolve_inventory_dir
 from cockpit.config.inventory import known_hosts_problem
 from cockpit.errors import EXIT_REFUSED
 from cockpit.plan import RankCommand, plan_lane, redact_argv
@@ -40,7 +41,7 @@ def _span(nodes: list[str]) -> str:
 @click.pass_context
 def lanes(ctx: click.Context, fmt: str) -> None:
     """Every recipe with the clusters it runs on, its TP size, image and model."""
-    inventory = load_inventory(inventory_option(ctx))
+    inventory = usable_inventory(inventory_option(ctx))
     rows = [
         {
             "recipe": recipe.name,
@@ -54,7 +55,7 @@ def lanes(ctx: click.Context, fmt: str) -> None:
             "production": inventory.clusters[cluster].production,
         }
         for recipe in inventory.recipes.values()
-        for cluster in recipe.lane.clusters
+        for cluster in inventory.clusters_of(recipe)
     ]
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2))
@@ -122,7 +123,7 @@ def render(
     ctx: click.Context, recipe_name: str, cluster_name: str | None, fmt: str, reveal_secrets: bool
 ) -> None:
     """Dry run: print the exact command that would start each rank, per node."""
-    inventory = load_inventory(inventory_option(ctx))
+    inventory = usable_inventory(inventory_option(ctx), cluster_name)
     recipe = inventory.recipe(recipe_name)
     cluster = inventory.cluster(cluster_name or recipe.lane.clusters[0])
     plan = plan_lane(inventory, recipe, cluster)

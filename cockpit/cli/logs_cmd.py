@@ -15,7 +15,8 @@ from contextlib import aclosing
 
 import click
 
-from cockpit.config import Inventory, load_inventory
+from cockpit.cli.usable import usable_inventory
+from cockpit.config import Inventory
 from cockpit.errors import EXIT_FAILED, EXIT_OK, InputError
 from cockpit.ops.interrupt import Interrupted, run_interruptible
 from cockpit.redact import shown
@@ -24,7 +25,7 @@ from cockpit.redact import shown
 def _nodes(inventory: Inventory, lane: str, cluster: str | None) -> list[str]:
     """Where the lane may have containers: the cluster's nodes, else its clusters' nodes."""
     recipe = inventory.recipe(lane)
-    clusters = recipe.lane.clusters
+    clusters = inventory.clusters_of(recipe)
     if cluster is not None:
         inventory.cluster(cluster)  # an unknown name is refused with the known ones
         if cluster not in clusters:
@@ -115,7 +116,7 @@ def logs_cmd(
     if rank is not None and rank < 0:
         raise InputError(f"--rank {rank}: ranks count from 0 (the head)")
     since = None if since is None else check_since(since)
-    inventory = load_inventory((ctx.obj or {}).get("inventory"))
+    inventory = usable_inventory((ctx.obj or {}).get("inventory"), cluster)
     main = _logs(inventory, lane, cluster=cluster, rank=rank, every=every, follow=follow,
                  since=since, timestamps=timestamps)  # fmt: skip
     try:

@@ -22,7 +22,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from cockpit import events as ev
-from cockpit.config import load_inventory
+from cockpit.cli.usable import usable_inventory
 from cockpit.errors import InputError
 from cockpit.ops.interrupt import blocking_call, run_interruptible
 
@@ -242,7 +242,7 @@ def launch_cmd(
     """Preflight, start and follow a lane to ready (rolled back on failure)."""
     from cockpit.ops.launch import launch
 
-    inventory = load_inventory(_inventory(ctx))
+    inventory = usable_inventory(_inventory(ctx), cluster)
     chosen = inventory.recipe(recipe)
     timing = _timing(boot_timeout, stall_timeout, ready_watch)
     _exit(
@@ -268,7 +268,7 @@ def stop_cmd(ctx: click.Context, lane: str | None, cluster: str | None) -> None:
     """Stop and remove a lane's containers; verify the GPUs are released."""
     from cockpit.ops.stop import stop
 
-    inventory = load_inventory(_inventory(ctx))
+    inventory = usable_inventory(_inventory(ctx), cluster)
     _exit(_run_recorded(inventory, lambda c: stop(c, lane=lane, cluster=cluster)))
 
 
@@ -281,7 +281,7 @@ def sync_cmd(ctx: click.Context, recipe: str, cluster: str, source: str | None) 
     """Copy the lane's image node to node, re-attach its digest, verify its id."""
     from cockpit.ops.sync import sync_image
 
-    inventory = load_inventory(_inventory(ctx))
+    inventory = usable_inventory(_inventory(ctx), cluster)
     chosen = inventory.recipe(recipe)
     _exit(_run_recorded(inventory, lambda c: sync_image(c, chosen, cluster, source)))
 
@@ -299,7 +299,7 @@ def sync_model_cmd(
     """Copy the recipe's model snapshot node to node to the nodes lacking it; verify."""
     from cockpit.ops.model_sync import sync_model
 
-    inventory = load_inventory(_inventory(ctx))
+    inventory = usable_inventory(_inventory(ctx), cluster)
     chosen = inventory.recipe(recipe)
     _exit(_run_recorded(inventory, lambda c: sync_model(c, chosen, cluster, source, dry_run)))
 
@@ -336,7 +336,7 @@ def switch_cmd(
     """Stop what occupies the cluster, sync if needed, launch the lane (one confirmed plan)."""
     from cockpit.ops.switch import switch
 
-    inventory = load_inventory(_inventory(ctx))
+    inventory = usable_inventory(_inventory(ctx), cluster)
     chosen = inventory.recipe(recipe)
     timing = _timing(boot_timeout, stall_timeout, ready_watch)
 

@@ -10,7 +10,7 @@ one problem per mistake and the clusters it leaves unusable (`Breakage`). A mist
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ class Breakage:
     problem: Problem
     clusters: tuple[str, ...] = ()
     node: str = ""  # set when the mistake is in this node's own table
+    nodes: tuple[str, ...] | None = ()  # the nodes it may hold, as written (None: not readable)
 
     def __str__(self) -> str:
         if not self.clusters:
@@ -135,6 +136,25 @@ def _unknown_nodes(
     return found, taken_down
 
 
+def _with_nodes(breakage: Breakage, raw: dict[str, Any]) -> Breakage:
+    """The breakage with the nodes its clusters name as written: an operation elsewhere must
+    spare them (a broken table's production flag cannot be trusted). None when they cannot be
+    read: a `nodes` that is not a list of names, or none at all (a misspelt key, perhaps); of a
+    table split in two by a typo in its name, the half that has them."""
+    nodes = {breakage.node} if breakage.node else set()
+    found = bool(breakage.node)
+    for name in breakage.clusters:
+        table = raw.get(name)
+        listed = table.get("nodes") if isinstance(table, dict) else None
+        if listed is None:
+            continue
+        if not isinstance(listed, list) or not all(isinstance(n, str) for n in listed):
+            return replace(breakage, nodes=None)
+        nodes.update(listed)
+        found = True
+    return replace(breakage, nodes=tuple(sorted(nodes)) if found else None)
+
+
 def load_clusters(path: Path) -> ClustersLoad:
     """clusters.toml with each node and cluster table checked on its own."""
     if not path.is_file():
@@ -168,7 +188,8 @@ def load_clusters(path: Path) -> ClustersLoad:
         for name, ps in bad["nodes"].items()
         for p in ps
     ]
-    broken.sort(key=lambda b: b.problem.line or 0)
+    raw = tables.get("clusters", {})
+    broken = sorted((_with_nodes(b, raw) for b in broken), key=lambda b: b.problem.line or 0)
     if problems:  # the file itself is broken: its tables' problems are listed all the same
         return ClustersLoad(None, problems, broken)
     out = {c for b in broken for c in b.clusters}

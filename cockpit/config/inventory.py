@@ -55,6 +55,28 @@ class Inventory:
         except KeyError:
             raise InputError(_unknown("recipe", name, self.recipes)) from None
 
+    def clusters_of(self, recipe: Recipe) -> tuple[str, ...]:
+        """The recipe's clusters that loaded (a broken one is left out, `load_inventory`)."""
+        return tuple(c for c in recipe.lane.clusters if c in self.clusters)
+
+    def operable(self, name: str) -> Cluster:
+        """The cluster an operation may change: one that shares no node with a broken cluster
+        (whose production flag and lanes cannot be trusted), as far as its table says."""
+        cluster = self.cluster(name)
+        for breakage in self.broken:
+            if breakage.nodes is None:
+                raise InputError(
+                    f"{breakage}; its nodes cannot be read, so no operation can be sure to "
+                    "spare them: fix it first"
+                )
+            shared = sorted(set(cluster.nodes) & set(breakage.nodes))
+            if shared:
+                raise InputError(
+                    f"cluster {name!r} shares {', '.join(shared)} with {breakage}; "
+                    "fix it first (a lane there, perhaps a production one, is not known)"
+                )
+        return cluster
+
     def cluster(self, name: str) -> Cluster:
         try:
             return self.clusters[name]

@@ -270,7 +270,7 @@ async def launch(
     emit = Emit("launch", recipe.name, cluster_name)
     outcome = Outcome()
     try:
-        plan = plan_lane(ctx.inventory, recipe, ctx.inventory.cluster(cluster_name))
+        plan = plan_lane(ctx.inventory, recipe, ctx.inventory.operable(cluster_name))
     except InputError as exc:
         for event in emit.refusal(outcome, str(exc)):
             yield event

@@ -177,7 +177,7 @@ async def sync_model(
     emit = Emit("sync-model", recipe.name, cluster_name)
     outcome = Outcome()
     try:
-        cluster = ctx.inventory.cluster(cluster_name)
+        cluster = ctx.inventory.operable(cluster_name)
         if source is not None and source not in ctx.inventory.nodes:
             raise InputError(f"unknown source node {source!r}")
         plan, facts, folders = await survey(ctx, recipe, cluster, source)

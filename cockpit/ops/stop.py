@@ -130,7 +130,7 @@ async def stop(
     try:
         if (lane is None) == (cluster is None):
             raise InputError("stop needs exactly one of --lane or --cluster")
-        scope = ctx.inventory.cluster(cluster).nodes if cluster else list(ctx.inventory.nodes)
+        scope = ctx.inventory.operable(cluster).nodes if cluster else list(ctx.inventory.nodes)
     except InputError as exc:
         for event in emit.refusal(outcome, str(exc)):
             yield event

@@ -110,7 +110,7 @@ async def switch(
     outcome = Outcome()
     timing = Timing(boot_timeout_s, stall_timeout_s, ready_watch_s)
     try:
-        plan = plan_lane(ctx.inventory, recipe, ctx.inventory.cluster(cluster_name))
+        plan = plan_lane(ctx.inventory, recipe, ctx.inventory.operable(cluster_name))
     except InputError as exc:
         for event in emit.refusal(outcome, str(exc)):
             yield event

@@ -212,7 +212,7 @@ async def sync_image(
     emit = Emit("sync", recipe.name, cluster_name)
     outcome = Outcome()
     try:
-        cluster = ctx.inventory.cluster(cluster_name)
+        cluster = ctx.inventory.operable(cluster_name)
         if source is not None and source not in ctx.inventory.nodes:
             raise InputError(f"unknown source node {source!r}")
         plan, facts = await survey(ctx, recipe, cluster.nodes, source)

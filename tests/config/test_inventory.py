@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from collections.abc import Callable
@@ -346,7 +347,7 @@ def test_one_typo_in_a_cluster_is_one_problem_and_breaks_only_its_clusters(
     (found,) = problems_of(inventory_copy)
     assert found.startswith(f"{path}:") and problem in found, found
     with pytest.raises(InputError):
-        load_inventory(inventory_copy)  # the operations still refuse a broken inventory
+        load_inventory(inventory_copy)  # the strict load (`validate`, `recipe import`) refuses
     usable = load_inventory(inventory_copy, partial=True)
     assert set(usable.clusters) == ALL_CLUSTERS - broken
     assert {c for b in usable.broken for c in b.clusters} == broken
@@ -371,3 +372,68 @@ def test_a_broken_node_no_cluster_names_is_said_as_the_node(inventory_copy: Path
     (breakage,) = usable.broken
     assert str(breakage).startswith(f"node dgx9: broken: {path}:")
     assert set(usable.clusters) == ALL_CLUSTERS
+
+
+def test_one_broken_cluster_leaves_the_commands_on_the_others_usable(inventory_copy: Path) -> None:
+    """Issue 15: a typo in one cluster's table refused every command on the whole fleet. A
+    command on another cluster now runs, with one warning line; one on the broken cluster is
+    refused with the mistake (exit 2); `validate` still lists it."""
+    path = inventory_copy / "clusters.toml"
+    edit(path, lambda t: t.replace('fabric = "direct-pair"', 'fabirc = "direct-pair"', 1))
+    line = line_of(path, "fabirc")
+    problem = (
+        f"{path}:{line}: clusters.2nodes-dac.fabirc: unknown key 'fabirc' (did you mean 'fabric'?)"
+    )
+    warning = (
+        f"warning: cluster 2nodes-dac: broken: {problem}; left out, the rest of the fleet is usable"
+    )
+    lanes = run_cockpit("--inventory", inventory_copy, "lanes", "--format", "json")
+    assert lanes.returncode == 0 and lanes.stderr.splitlines() == [warning]
+    listed = {(row["recipe"], row["cluster"]) for row in json.loads(lanes.stdout)}
+    assert ("mimo26-flash-mopd-2x-sparkring", "dgx56-switch") in listed
+    assert not any(cluster == "2nodes-dac" for _, cluster in listed)
+    flash2 = "mimo26-flash-mopd-2x-sparkring"
+    rendered = run_cockpit(
+        "--inventory", inventory_copy, "render", "--recipe", flash2, "--cluster", "dgx56-switch"
+    )
+    assert rendered.returncode == 0 and rendered.stderr.splitlines() == [warning]
+    assert "vllm serve" in rendered.stdout or "docker run" in rendered.stdout
+    refused = run_cockpit(
+        "--inventory", inventory_copy, "render", "--recipe", flash2, "--cluster", "2nodes-dac"
+    )
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines() == [f"error: cluster '2nodes-dac' is broken: {problem}"]
+    assert run_cockpit("--inventory", inventory_copy, "validate").returncode == 2
+
+
+def test_an_operation_spares_the_nodes_a_broken_cluster_names(inventory_copy: Path) -> None:
+    """A broken table's production flag and lanes are not known: an operation may change only
+    a cluster that shares no node with it, and none when its nodes cannot be read."""
+    path = inventory_copy / "clusters.toml"
+    edit(path, lambda t: t.replace('fabric = "direct-pair"', 'fabirc = "direct-pair"', 1))
+    usable = load_inventory(inventory_copy, partial=True)
+    assert usable.operable("dgx56-switch").nodes == ["dgx5", "dgx6"]
+    with pytest.raises(
+        InputError,
+        match=r"cluster '4nodes-switch' shares dgx1, dgx2 with cluster 2nodes-dac: broken: ",
+    ):
+        usable.operable("4nodes-switch")
+    with pytest.raises(InputError, match="cluster '2nodes-dac' is broken: "):
+        usable.operable("2nodes-dac")
+    assert usable.cluster("4nodes-switch").nodes[:2] == ["dgx1", "dgx2"]  # looking is fine
+    edit(path, lambda t: t.replace('nodes = ["dgx1", "dgx2"]', 'nodse = ["dgx1", "dgx2"]', 1))
+    unreadable = load_inventory(inventory_copy, partial=True)
+    with pytest.raises(InputError, match="its nodes cannot be read"):
+        unreadable.operable("dgx56-switch")
+
+
+def test_a_broken_node_table_takes_every_cluster_of_the_node_out_of_reach(
+    inventory_copy: Path,
+) -> None:
+    path = inventory_copy / "clusters.toml"
+    edit(path, lambda t: t.replace('host = "dgx6.example.lan"', 'hots = "dgx6.example.lan"', 1))
+    usable = load_inventory(inventory_copy, partial=True)
+    (breakage,) = usable.broken
+    assert breakage.nodes == tuple(f"dgx{i}" for i in range(1, 9))  # 8nodes-switch is one of them
+    with pytest.raises(InputError, match="shares dgx1, dgx2, dgx3, dgx4 with"):
+        usable.operable("4nodes-switch")

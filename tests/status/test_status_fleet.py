@@ -65,8 +65,17 @@ def test_one_broken_cluster_leaves_the_fleets_status_usable(
     refused = run_cockpit("--inventory", inventory, "status", "--cluster", "2nodes-dac")
     assert refused.returncode == 2
     assert refused.stderr.splitlines() == [f"error: cluster '2nodes-dac' is broken: {problem}"]
-    launch = run_cockpit("--inventory", inventory, "launch", "-r", "x", "-c", "2nodes-dac")
-    assert launch.returncode == 2 and launch.stderr.splitlines() == [f"error: {problem}"]
+    recipe = next(p.stem for p in inventory.glob("*.toml") if "2nodes-dac" in p.read_text()
+                  and p.name != "clusters.toml")  # fmt: skip
+    launch = run_cockpit("--inventory", inventory, "launch", "-r", recipe, "-c", "2nodes-dac")
+    assert launch.returncode == 2, (launch.stdout, launch.stderr)  # refused, with why
+    assert f"refused: cluster '2nodes-dac' is broken: {problem}" in launch.stdout
+    assert not launch.stderr  # no warning beside the refusal that names the same mistake
+    stop = run_cockpit("--inventory", inventory, "stop", "-c", "4nodes-switch")  # dgx1-4
+    assert stop.returncode == 2, (stop.stdout, stop.stderr)
+    assert (
+        "cluster '4nodes-switch' shares dgx1, dgx2 with cluster 2nodes-dac: broken" in stop.stdout
+    )
 
 
 def test_cli_table_names_the_unreachable_node(fleet_factory: Callable[..., SimFleet]) -> None:

@@ -1,0 +1,31 @@
+"""The inventory a command runs on: a mistake inside one cluster's table leaves the rest usable.
+
+A mistake inside one cluster's table takes out that cluster (one in a node's table, every cluster
+using the node); a command on another cluster runs, with a warning line naming what was left
+out; one on a broken cluster is refused with the mistake (exit 2: `Inventory.cluster`). A
+mistake anywhere else (broken TOML, a recipe, `[ssh]`) still refuses every command, and
+`cockpit validate` lists them all.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from cockpit.config import Inventory, load_inventory
+from cockpit.config.clusters import Breakage
+
+
+def usable_inventory(root: Path | None, target: str | None = None) -> Inventory:
+    """The inventory without its broken clusters, each said once on stderr (but `target`'s,
+    which the refusal names)."""
+    inventory = load_inventory(root, partial=True)
+    for breakage in inventory.broken:
+        if target is None or target not in breakage.clusters:
+            click.echo(f"warning: {left_out(breakage)}", err=True)
+    return inventory
+
+
+def left_out(breakage: Breakage) -> str:
+    return f"{breakage}; left out, the rest of the fleet is usable"
