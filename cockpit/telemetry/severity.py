@@ -15,7 +15,8 @@ import re
 from typing import Final, Literal
 
 from cockpit.telemetry.nccl_log import parse_nccl_line
-from cockpit.telemetry.vllm_log import EXCEPTION_RE, TIMEOUT_RE, parse_log_line
+from cockpit.telemetry.vllm_events import EXCEPTION_RE, TIMEOUT_RE
+from cockpit.telemetry.vllm_log import parse_log_line
 
 Severity = Literal["ERROR", "WARNING"]
 ERROR: Final = "ERROR"

@@ -3,7 +3,7 @@
 import random
 from pathlib import Path
 
-from cockpit.telemetry import boot, docker_out, gpu, metrics, nccl_log, sse, vllm_log
+from cockpit.telemetry import boot, docker_out, gpu, metrics, nccl_log, sse, vllm_events
 from tests import replay
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "telemetry"
@@ -41,7 +41,7 @@ def test_line_parsers_never_raise():
     nccl = nccl_log.TransportTracker()
     lines = _mangled_lines(seed=7, count=4000)
     for line in lines:
-        vllm_log.parse_event(line)
+        vllm_events.parse_event(line)
         tracker.feed(line)
         stream.feed(line)
         nccl.feed(line)
