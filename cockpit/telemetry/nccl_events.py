@@ -2,6 +2,12 @@
 network NCCL chose, its environment settings, channels, init completion and timings, warnings), and
 torch's watchdog timeout (`[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(...)`),
 recognised wherever it appears.
+
+An NCCL line is a warning (`NcclWarning`, which the NCCL pane counts) when the one log severity
+classifier (`severity`) rates it warning or worse, as the Log pane's level filter keeps it: NCCL's
+`WARN` on a bare NCCL line, but the line's own level when a logger's record holds NCCL's text.
+NCCL's INFO lines that tell of a failure (`transport/net_ib.cc:1024 -> 2`, the unwinding under
+the WARN that told it; `Call to connect returned …, retrying`) are not warnings.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from cockpit.telemetry.nccl_log import NcclLine, parse_nccl_line
+from cockpit.telemetry.severity import WARNING, rank, severity
 
 
 @dataclass(frozen=True)
@@ -188,7 +195,7 @@ def parse_nccl_event(line: str | NcclLine) -> NcclEvent | None:
     if parsed is None:
         return None
     msg = parsed.message
-    if parsed.level in ("WARN", "ERROR"):
+    if rank(severity(parsed.raw)) >= rank(WARNING):  # the one classifier, as the Log pane's filter
         return _warning(parsed)
     if match := _IB_USING_RE.search(msg):
         devices = tuple(

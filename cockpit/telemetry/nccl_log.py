@@ -7,7 +7,7 @@ NCCL prefixes its lines with `host:pid:tid [cudaDev]`, and WARN lines add `file.
 
 Lines without the prefix (`NCCL INFO Connected all rings`) are accepted too. What a line tells is
 `nccl_events`' business, the per-rank summary `nccl_transport`'s; the split is a module of its own
-because the severity classifier needs it (NCCL's own level) and nothing more.
+because the severity classifier needs it (NCCL's own level), and the events need the classifier.
 """
 
 from __future__ import annotations

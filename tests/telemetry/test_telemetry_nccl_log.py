@@ -5,6 +5,7 @@ import pytest
 
 from cockpit.telemetry import nccl_events as ev
 from cockpit.telemetry import nccl_log as n
+from cockpit.telemetry import severity as sev
 from cockpit.telemetry.nccl_transport import TransportTracker
 from tests.replay import summarize_transport
 
@@ -188,3 +189,45 @@ def test_warnings_and_watchdog_timeout(fixture_text):
 
 def test_summary_of_nothing():
     assert summarize_transport(["", "hello", "NCCL INFO something unknown"]) == ()
+
+
+WARN_2_26 = (  # NCCL >= 2.26 stamps its WARN lines (NCCL_DEBUG_TIMESTAMP_LEVELS defaults to WARN)
+    "[2026-10-03 18:20:05] dgx3:36754:36800 [0] misc/ibvwrap.cc:206 NCCL WARN Call to "
+    "ibv_modify_qp failed with error No such device errno 19"
+)
+
+
+@pytest.mark.parametrize(
+    ("line", "warns"),
+    [
+        (WARN_2_26, True),
+        ("dgx3:36754:36800 [0] NCCL WARN NET/IB : Got async event : port error", True),
+        # NCCL's INFO lines that report a failure: its unwinding trace (`file.cc:line -> res`)
+        # under the WARN that told it, and a connect it retries itself
+        ("dgx3:36754:36800 [0] NCCL INFO transport/net_ib.cc:1024 -> 2", False),
+        (
+            "dgx3:36754:36800 [0] NCCL INFO Call to connect returned Connection refused, retrying",
+            False,
+        ),
+        # an NCCL record inside a line with a level of its own: the line's level is its severity
+        # (NCCL's own level inside it decided the count before)
+        (
+            "(Worker_TP1 pid=402) WARNING 10-03 18:20:05 [pynccl.py:70] dgx3:36754:36754 [0] "
+            "NCCL INFO NET/IB : No device found.",
+            True,
+        ),
+        (
+            "(Worker_TP1 pid=402) INFO 10-03 18:20:05 [pynccl.py:70] dgx3:36754:36754 [0] "
+            "NCCL WARN NCCL_SOCKET_IFNAME set but not found",
+            False,
+        ),
+    ],
+)
+def test_an_nccl_warning_is_what_the_log_filter_calls_one(line, warns):
+    """The NCCL pane counts a line a warning iff the one classifier (the store's tag, the Log
+    pane's colour and level filter) rates it warning or worse."""
+    assert (sev.rank(sev.severity(line)) >= sev.rank(sev.WARNING)) is warns
+    assert isinstance(ev.parse_nccl_event(line), ev.NcclWarning) is warns
+    tracker = TransportTracker()
+    tracker.feed(line)
+    assert sum(r.warnings for r in tracker.summaries()) == int(warns)
