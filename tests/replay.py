@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from cockpit.telemetry.gpu import GpuCsvStream, GpuSample
-from cockpit.telemetry.nccl_log import RankTransport, TransportTracker
+from cockpit.telemetry.nccl_transport import RankTransport, TransportTracker
 from cockpit.telemetry.sse import ChatStreamParser, StreamChunk
 
 

@@ -25,7 +25,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from cockpit.telemetry.metrics import Histogram
+from cockpit.telemetry.histogram import Histogram
 
 
 @dataclass

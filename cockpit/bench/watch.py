@@ -23,7 +23,7 @@ import httpx
 
 from cockpit.bench.client import Clock
 from cockpit.bench.method import fastest_decode
-from cockpit.telemetry.metrics import Histogram
+from cockpit.telemetry.histogram import Histogram
 
 _NAMES = {
     "vllm:prompt_tokens_total": "prompt",

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 
 from cockpit.plan import RankCommand
 from cockpit.telemetry.boot import BootPhase, BootState, BootTracker
-from cockpit.telemetry.nccl_log import InitComplete, NcclWarning, parse_nccl_event
+from cockpit.telemetry.nccl_events import InitComplete, NcclWarning, parse_nccl_event
 
 TAIL_LINES = 40
 _DECISIVE_NCCL = frozenset({"ibv", "system", "connect"})

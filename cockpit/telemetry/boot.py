@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from cockpit.telemetry import vllm_log as v
+from cockpit.telemetry import vllm_events as v
 
 
 class BootPhase(StrEnum):

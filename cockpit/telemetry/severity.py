@@ -1,5 +1,6 @@
 """The one severity of a container log line, whoever asks: the store tags each line with it, the
-log panes paint that tag and their level filter keeps by it, so what is red is what "error" shows.
+log panes paint that tag and their level filter keeps by it, so what is red is what "error" shows;
+the NCCL pane counts an NCCL line a warning when it is rated warning or worse (`nccl_events`).
 
 The line's own level decides when it has one (vLLM's logger, uvicorn, torch's c10, NCCL's
 `NCCL WARN`, a bare line that starts with one); else a line is an error when it opens a Python
@@ -15,7 +16,8 @@ import re
 from typing import Final, Literal
 
 from cockpit.telemetry.nccl_log import parse_nccl_line
-from cockpit.telemetry.vllm_log import EXCEPTION_RE, TIMEOUT_RE, parse_log_line
+from cockpit.telemetry.vllm_events import EXCEPTION_RE, TIMEOUT_RE
+from cockpit.telemetry.vllm_log import parse_log_line
 
 Severity = Literal["ERROR", "WARNING"]
 ERROR: Final = "ERROR"

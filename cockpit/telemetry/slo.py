@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from cockpit.telemetry.metrics import EngineMetrics, Histogram
+from cockpit.telemetry.histogram import Histogram
+from cockpit.telemetry.metrics import EngineMetrics
 
 
 @dataclass(frozen=True)

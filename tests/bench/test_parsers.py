@@ -17,7 +17,7 @@ from cockpit.bench.remote import remote_argv
 from cockpit.bench.run import time_scale_default
 from cockpit.bench.watch import Counters, scan_counters
 from cockpit.errors import InputError
-from cockpit.telemetry.metrics import Histogram
+from cockpit.telemetry.histogram import Histogram
 
 FIX = Path(__file__).parent.parent / "fixtures" / "bench"
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "telemetry" / "vllm-0.32-cpu"

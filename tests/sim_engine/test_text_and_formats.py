@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from cockpit.telemetry import boot as boot_state
-from cockpit.telemetry.vllm_log import EngineStats, SpecDecodeStats, parse_event
+from cockpit.telemetry.vllm_events import EngineStats, SpecDecodeStats, parse_event
 from cockpit_sim.engine import logs, nccl, text
 from cockpit_sim.engine.args import parse, vllm_flags
 from cockpit_sim.engine.boot import BootPlan, after_nccl

@@ -44,6 +44,17 @@ OOM = (
             None,
         ),
         ("spark-3995:2981:2981 [0] NCCL INFO NCCL_SOCKET_IFNAME set to enp1s0f1np1", None),
+        # NCCL >= 2.26 stamps its WARN lines; its INFO lines that tell of a failure (the unwinding
+        # trace under a WARN, a connect it retries) are INFO
+        (
+            "[2026-10-03 18:20:05] dgx3:36754:36800 [0] misc/ibvwrap.cc:206 NCCL WARN Call to ibv_modify_qp failed with error No such device errno 19",
+            WARNING,
+        ),
+        ("dgx3:36754:36800 [0] NCCL INFO transport/net_ib.cc:1024 -> 2", None),
+        (
+            "dgx3:36754:36800 [0] NCCL INFO Call to connect returned Connection refused, retrying",
+            None,
+        ),
         (
             "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12590, OpType=_ALLGATHER_BASE, NumelIn=1404928, NumelOut=2809856, Timeout(ms)=600000) ran for 600060 milliseconds before timing out.",
             ERROR,

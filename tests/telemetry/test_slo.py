@@ -3,7 +3,8 @@ two bounds otherwise, and Fréchet's bounds for the requests that met both SLOs.
 
 import pytest
 
-from cockpit.telemetry.metrics import EngineMetrics, Histogram, parse_metrics
+from cockpit.telemetry.histogram import Histogram
+from cockpit.telemetry.metrics import EngineMetrics, parse_metrics
 from cockpit.telemetry.slo import Slo, goodput, share_within
 
 REAL = "vllm-0.32-cpu/"

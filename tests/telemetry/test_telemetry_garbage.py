@@ -3,7 +3,16 @@
 import random
 from pathlib import Path
 
-from cockpit.telemetry import boot, docker_out, gpu, metrics, nccl_log, sse, vllm_log
+from cockpit.telemetry import (
+    boot,
+    docker_out,
+    gpu,
+    metrics,
+    nccl_events,
+    nccl_transport,
+    sse,
+    vllm_events,
+)
 from tests import replay
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "telemetry"
@@ -38,14 +47,14 @@ def _mangled_lines(seed: int, count: int) -> list[str]:
 
 def test_line_parsers_never_raise():
     tracker, stream = boot.BootTracker(), gpu.GpuCsvStream(gpu.GPU_QUERY_FIELDS)
-    nccl = nccl_log.TransportTracker()
+    nccl = nccl_transport.TransportTracker()
     lines = _mangled_lines(seed=7, count=4000)
     for line in lines:
-        vllm_log.parse_event(line)
+        vllm_events.parse_event(line)
         tracker.feed(line)
         stream.feed(line)
         nccl.feed(line)
-        nccl_log.parse_nccl_event(line)
+        nccl_events.parse_nccl_event(line)
     nccl.summaries()
     assert tracker.state.phase in boot.BootPhase
 

@@ -2,11 +2,8 @@
 
 import pytest
 
-from cockpit.telemetry.metrics import (
-    Histogram,
-    parse_metrics,
-    window,
-)
+from cockpit.telemetry.histogram import Histogram
+from cockpit.telemetry.metrics import parse_metrics, window
 
 REAL = "vllm-0.32-cpu/"
 

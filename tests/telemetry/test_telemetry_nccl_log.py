@@ -1,8 +1,12 @@
-"""NCCL_DEBUG=INFO lines → records, events and per-rank transport summaries."""
+"""NCCL_DEBUG=INFO lines → records (nccl_log), events (nccl_events) and per-rank transport
+summaries (nccl_transport)."""
 
 import pytest
 
+from cockpit.telemetry import nccl_events as ev
 from cockpit.telemetry import nccl_log as n
+from cockpit.telemetry import severity as sev
+from cockpit.telemetry.nccl_transport import TransportTracker
 from tests.replay import summarize_transport
 
 
@@ -35,7 +39,7 @@ def test_parse_line_without_prefix(line):
 @pytest.mark.parametrize("line", ["", "NCCL version 2.32.3+cuda13.4", "garbage NCCL line", "\x00"])
 def test_non_nccl_lines(line):
     assert n.parse_nccl_line(line) is None
-    assert n.parse_nccl_event(line) is None
+    assert ev.parse_nccl_event(line) is None
 
 
 @pytest.mark.parametrize(
@@ -44,8 +48,8 @@ def test_non_nccl_lines(line):
         (
             "node17-2:36754:36754 [6] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE "
             "[RO]; OOB ens5f0np0:192.168.89.206<0>",
-            n.NetIbDevices(
-                (n.IbDevice(0, "mlx5_0", 1, "RoCE"), n.IbDevice(1, "mlx5_1", 1, "RoCE")),
+            ev.NetIbDevices(
+                (ev.IbDevice(0, "mlx5_0", 1, "RoCE"), ev.IbDevice(1, "mlx5_1", 1, "RoCE")),
                 True,
                 "ens5f0np0",
                 "192.168.89.206",
@@ -53,44 +57,44 @@ def test_non_nccl_lines(line):
         ),
         (
             "h:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.0.0.1<0>",
-            n.NetIbDevices((n.IbDevice(0, "mlx5_0", 1, "IB"),), False, "ib0", "10.0.0.1"),
+            ev.NetIbDevices((ev.IbDevice(0, "mlx5_0", 1, "IB"),), False, "ib0", "10.0.0.1"),
         ),
-        ("h:1:1 [0] NCCL INFO NET/IB : No device found.", n.NetIbNoDevice()),
+        ("h:1:1 [0] NCCL INFO NET/IB : No device found.", ev.NetIbNoDevice()),
         (
             "h:1:1 [0] NCCL INFO NET/Socket : Using [0]enp1s0f1np1:10.100.216.12<0>",
-            n.NetSocketDevices(("enp1s0f1np1",)),
+            ev.NetSocketDevices(("enp1s0f1np1",)),
         ),
-        ("h:1:1 [0] NCCL INFO Using network IB", n.NetworkChosen("IB")),
-        ("h:1:1 [0] NCCL INFO Using network Socket", n.NetworkChosen("Socket")),
+        ("h:1:1 [0] NCCL INFO Using network IB", ev.NetworkChosen("IB")),
+        ("h:1:1 [0] NCCL INFO Using network Socket", ev.NetworkChosen("Socket")),
         (
             "spark-3995:2981:2981 [0] NCCL INFO NCCL_SOCKET_IFNAME set to enp1s0f1np1",
-            n.EnvSetting("NCCL_SOCKET_IFNAME", "enp1s0f1np1"),
+            ev.EnvSetting("NCCL_SOCKET_IFNAME", "enp1s0f1np1"),
         ),
         (
             "spark-9f8f:315:401 [0] NCCL INFO NCCL_IB_GID_INDEX set by environment to 3.",
-            n.EnvSetting("NCCL_IB_GID_INDEX", "3"),
+            ev.EnvSetting("NCCL_IB_GID_INDEX", "3"),
         ),
         (
             "spark-3995:2981:2981 [0] NCCL INFO NET/IB : Made virtual device [0] name=rocep1s0f1 "
             "speed=200000 ndevs=1",
-            n.VirtualDevice(0, "rocep1s0f1", 200000, 1),
+            ev.VirtualDevice(0, "rocep1s0f1", 200000, 1),
         ),
         (
             "NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0",
-            n.ChannelConnection(0, 0, 1, "send", "NET/IB/0"),
+            ev.ChannelConnection(0, 0, 1, "send", "NET/IB/0"),
         ),
         ("h:1:1 [0] NCCL INFO Channel 00/02 : 0 1", None),
-        ("NCCL INFO Connected all rings", n.RingsConnected()),
+        ("NCCL INFO Connected all rings", ev.RingsConnected()),
         (
             "h:1:2 [0] NCCL INFO ncclCommInitRankConfig comm 0xaaab1c2d3e40 rank 0 nranks 2 cudaDev"
             " 0 nvmlDev 0 busId f01000 commId 0x5e1b3a9c0d2f4e6a - Init COMPLETE",
-            n.InitComplete(0, 2, 0, 0, "f01000", "0x5e1b3a9c0d2f4e6a"),
+            ev.InitComplete(0, 2, 0, 0, "f01000", "0x5e1b3a9c0d2f4e6a"),
         ),
         (
             "h:1:2 [0] NCCL INFO Init timings - ncclCommInitRankConfig: rank 0 nranks 2 total 1.23 "
             "(kernels 0.31, alloc 0.02, bootstrap 0.05, allgathers 0.01, topo 0.40, graphs 0.01, "
             "connections 0.38, rest 0.05)",
-            n.InitTimings(
+            ev.InitTimings(
                 0,
                 2,
                 1.23,
@@ -109,7 +113,7 @@ def test_non_nccl_lines(line):
         (
             "misc/ibvwrap.cc:206 NCCL WARN Call to ibv_modify_qp failed with error No such device "
             "errno 19",
-            n.NcclWarning(
+            ev.NcclWarning(
                 "Call to ibv_modify_qp failed with error No such device errno 19",
                 "misc/ibvwrap.cc:206",
                 "ibv",
@@ -117,14 +121,14 @@ def test_non_nccl_lines(line):
         ),
         (
             "h:1:1 [0] NCCL WARN ncclCommInitRankConfig: unhandled system error (run with x)",
-            n.NcclWarning(
+            ev.NcclWarning(
                 "ncclCommInitRankConfig: unhandled system error (run with x)", None, "system"
             ),
         ),
         (
             "h:1:3 [2] proxy.cc:1716 NCCL WARN [Service thread] Error encountered progressing "
             "operation=Connect, res=3, closing connection",
-            n.NcclWarning(
+            ev.NcclWarning(
                 "[Service thread] Error encountered progressing operation=Connect, res=3, closing "
                 "connection",
                 "proxy.cc:1716",
@@ -135,7 +139,7 @@ def test_non_nccl_lines(line):
             "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12590, "
             "OpType=_ALLGATHER_BASE, NumelIn=1404928, NumelOut=2809856, Timeout(ms)=600000) ran "
             "for 600060 milliseconds before timing out.",
-            n.WatchdogTimeout(
+            ev.WatchdogTimeout(
                 1,
                 12590,
                 "_ALLGATHER_BASE",
@@ -149,7 +153,7 @@ def test_non_nccl_lines(line):
     ],
 )
 def test_parse_event(line, event):
-    assert n.parse_nccl_event(line) == event
+    assert ev.parse_nccl_event(line) == event
 
 
 def test_roce_summary_per_rank(fixture_text):
@@ -173,9 +177,9 @@ def test_socket_fallback_is_a_problem(fixture_text):
 
 
 def test_warnings_and_watchdog_timeout(fixture_text):
-    tracker = n.TransportTracker()
+    tracker = TransportTracker()
     events = [tracker.feed(line) for line in fixture_text("nccl_errors.log").splitlines()]
-    assert sum(isinstance(e, n.NcclWarning) for e in events) == 3
+    assert sum(isinstance(e, ev.NcclWarning) for e in events) == 3
     (rank,) = tracker.summaries()
     assert rank.warnings == 3 and rank.transport == "RoCE"
     assert rank.timeout is not None and rank.timeout.rank == 3 and rank.rank == 3
@@ -185,3 +189,45 @@ def test_warnings_and_watchdog_timeout(fixture_text):
 
 def test_summary_of_nothing():
     assert summarize_transport(["", "hello", "NCCL INFO something unknown"]) == ()
+
+
+WARN_2_26 = (  # NCCL >= 2.26 stamps its WARN lines (NCCL_DEBUG_TIMESTAMP_LEVELS defaults to WARN)
+    "[2026-10-03 18:20:05] dgx3:36754:36800 [0] misc/ibvwrap.cc:206 NCCL WARN Call to "
+    "ibv_modify_qp failed with error No such device errno 19"
+)
+
+
+@pytest.mark.parametrize(
+    ("line", "warns"),
+    [
+        (WARN_2_26, True),
+        ("dgx3:36754:36800 [0] NCCL WARN NET/IB : Got async event : port error", True),
+        # NCCL's INFO lines that report a failure: its unwinding trace (`file.cc:line -> res`)
+        # under the WARN that told it, and a connect it retries itself
+        ("dgx3:36754:36800 [0] NCCL INFO transport/net_ib.cc:1024 -> 2", False),
+        (
+            "dgx3:36754:36800 [0] NCCL INFO Call to connect returned Connection refused, retrying",
+            False,
+        ),
+        # an NCCL record inside a line with a level of its own: the line's level is its severity
+        # (NCCL's own level inside it decided the count before)
+        (
+            "(Worker_TP1 pid=402) WARNING 10-03 18:20:05 [pynccl.py:70] dgx3:36754:36754 [0] "
+            "NCCL INFO NET/IB : No device found.",
+            True,
+        ),
+        (
+            "(Worker_TP1 pid=402) INFO 10-03 18:20:05 [pynccl.py:70] dgx3:36754:36754 [0] "
+            "NCCL WARN NCCL_SOCKET_IFNAME set but not found",
+            False,
+        ),
+    ],
+)
+def test_an_nccl_warning_is_what_the_log_filter_calls_one(line, warns):
+    """The NCCL pane counts a line a warning iff the one classifier (the store's tag, the Log
+    pane's colour and level filter) rates it warning or worse."""
+    assert (sev.rank(sev.severity(line)) >= sev.rank(sev.WARNING)) is warns
+    assert isinstance(ev.parse_nccl_event(line), ev.NcclWarning) is warns
+    tracker = TransportTracker()
+    tracker.feed(line)
+    assert sum(r.warnings for r in tracker.summaries()) == int(warns)

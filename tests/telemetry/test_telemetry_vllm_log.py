@@ -2,6 +2,7 @@
 
 import pytest
 
+from cockpit.telemetry import vllm_events as ev
 from cockpit.telemetry import vllm_log as v
 from cockpit.telemetry.boot import BootPhase, BootState, BootTracker, advance
 
@@ -66,7 +67,7 @@ def test_parse_log_line(line, expected):
 
 
 def test_real_serve_log_events(fixture_text):
-    events = [e for e in map(v.parse_event, fixture_text(REAL_LOG).splitlines()) if e]
+    events = [e for e in map(ev.parse_event, fixture_text(REAL_LOG).splitlines()) if e]
     kinds = [type(e).__name__ for e in events]
     assert kinds[:9] == [
         "WeightsProgress",
@@ -79,16 +80,16 @@ def test_real_serve_log_events(fixture_text):
         "ServerStarting",
         "StartupComplete",
     ]
-    assert events[5] == v.KvCacheSize(2_097_152, "CPU", 512.0, 4096)
-    assert events[6] == v.EngineInitDone(31.33)
-    assert events[7] == v.ServerStarting("http://127.0.0.1:18000")
-    stats = [e for e in events if isinstance(e, v.EngineStats)]
+    assert events[5] == ev.KvCacheSize(2_097_152, "CPU", 512.0, 4096)
+    assert events[6] == ev.EngineInitDone(31.33)
+    assert events[7] == ev.ServerStarting("http://127.0.0.1:18000")
+    stats = [e for e in events if isinstance(e, ev.EngineStats)]
     assert len(stats) == 6 and kinds[9:] == ["EngineStats"] * 6
     busy = stats[4]
     assert (busy.prompt_tps, busy.generation_tps, busy.running, busy.waiting) == (44.4, 982.1, 2, 0)
     assert (busy.kv_device, busy.kv_usage_pct, busy.prefix_hit_pct) == ("CPU", 0.2, 38.1)
     # warnings, deprecation notices and leak reports of the real log are not failures
-    assert not any(isinstance(e, v.ErrorLine) for e in events)
+    assert not any(isinstance(e, ev.ErrorLine) for e in events)
 
 
 @pytest.mark.parametrize(
@@ -98,85 +99,85 @@ def test_real_serve_log_events(fixture_text):
             "(APIServer pid=1) INFO 02-08 05:50:42 [loggers.py:257] Engine 000: Avg prompt "
             "throughput: 5698.1 tokens/s, Avg generation throughput: 19.9 tokens/s, Running: 1 reqs,"
             " Waiting: 0 reqs, GPU KV cache usage: 2.2%, Prefix cache hit rate: 0.0%",
-            v.EngineStats(0, None, 5698.1, 19.9, 1, 0, None, None, "GPU", 2.2, 0.0, None, None),
+            ev.EngineStats(0, None, 5698.1, 19.9, 1, 0, None, None, "GPU", 2.2, 0.0, None, None),
         ),
         (
             "Engine 001: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 52.1 "
             "tokens/s, Running: 2 reqs, Waiting: 0 reqs, Deferred: 3 reqs, Preemptions: 4, GPU KV "
             "cache usage: 10.4%, Prefix cache hit rate: 49.8%, External prefix cache hit rate: "
             "1.5%, MM cache hit rate: 7.0%",
-            v.EngineStats(1, None, 0.0, 52.1, 2, 0, 3, 4, "GPU", 10.4, 49.8, 1.5, 7.0),
+            ev.EngineStats(1, None, 0.0, 52.1, 2, 0, 3, 4, "GPU", 10.4, 49.8, 1.5, 7.0),
         ),
         (
             "2 Engines Aggregated: Avg prompt throughput: 8192.0 tokens/s, Avg generation "
             "throughput: 88.4 tokens/s, Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: "
             "12.0%, Prefix cache hit rate: 51.2%",
-            v.EngineStats(None, 2, 8192.0, 88.4, 3, 0, None, None, "GPU", 12.0, 51.2, None, None),
+            ev.EngineStats(None, 2, 8192.0, 88.4, 3, 0, None, None, "GPU", 12.0, 51.2, None, None),
         ),
         (
             "SpecDecoding metrics: Mean acceptance length: 2.85, Accepted throughput: 41.30 "
             "tokens/s, Drafted throughput: 112.50 tokens/s, Accepted: 413 tokens, Drafted: 1125 "
             "tokens, Per-position acceptance rate: 0.791, 0.524, 0.311, Avg Draft acceptance rate:"
             " 36.7%",
-            v.SpecDecodeStats(2.85, 41.3, 112.5, 413, 1125, (0.791, 0.524, 0.311), 36.7),
+            ev.SpecDecodeStats(2.85, 41.3, 112.5, 413, 1125, (0.791, 0.524, 0.311), 36.7),
         ),
         (
             "Loading safetensors checkpoint shards:  42% Completed | 5/12 [00:41<00:57,  8.21s/it]",
-            v.WeightsProgress(42.0, 5, 12),
+            ev.WeightsProgress(42.0, 5, 12),
         ),
-        ("Loading weights took 97.71 seconds", v.WeightsLoaded(97.71)),
+        ("Loading weights took 97.71 seconds", ev.WeightsLoaded(97.71)),
         (
             "Model loading took 87.1243 GiB memory and 100.412733 seconds",
-            v.ModelLoaded(87.1243, 100.412733),
+            ev.ModelLoaded(87.1243, 100.412733),
         ),
-        ("Model loading took 87.1243 GiB and 100.4 seconds", v.ModelLoaded(87.1243, 100.4)),
-        ("Available KV cache memory: 26.76 GiB", v.KvCacheMemory(26.76)),
-        ("GPU KV cache size: 3,570,000 tokens", v.KvCacheSize(3_570_000, "GPU")),
+        ("Model loading took 87.1243 GiB and 100.4 seconds", ev.ModelLoaded(87.1243, 100.4)),
+        ("Available KV cache memory: 26.76 GiB", ev.KvCacheMemory(26.76)),
+        ("GPU KV cache size: 3,570,000 tokens", ev.KvCacheSize(3_570_000, "GPU")),
         (
             "GPU KV cache size: 654,336 tokens, Maximum concurrency for 524,288 tokens per "
             "request: 1.25x",
-            v.KvCacheSize(654_336, "GPU", 1.25, 524_288),
+            ev.KvCacheSize(654_336, "GPU", 1.25, 524_288),
         ),
         (
             "Maximum concurrency for 524,288 tokens per request: 1.25x",
-            v.MaxConcurrency(524_288, 1.25),
+            ev.MaxConcurrency(524_288, 1.25),
         ),
         (
             "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):  51%|█████     | 34/67 "
             "[00:07<00:06,  4.87it/s]",
-            v.GraphCaptureProgress("mixed prefill-decode, PIECEWISE", 51.0, 34, 67),
+            ev.GraphCaptureProgress("mixed prefill-decode, PIECEWISE", 51.0, 34, 67),
         ),
         (
             "Capturing CUDA graph shapes: 100%|██████████| 35/35 [00:13<00:00,  2.51it/s]",
-            v.GraphCaptureProgress(None, 100.0, 35, 35),
+            ev.GraphCaptureProgress(None, 100.0, 35, 35),
         ),
-        ("Graph capturing finished in 22 secs, took 1.12 GiB", v.GraphCaptureDone(22.0, 1.12)),
+        ("Graph capturing finished in 22 secs, took 1.12 GiB", ev.GraphCaptureDone(22.0, 1.12)),
         (
             "init engine (profile, create kv cache, warmup model) took 1132.52 seconds",
-            v.EngineInitDone(1132.52),
+            ev.EngineInitDone(1132.52),
         ),
         (
             "Starting vLLM API server 0 on http://0.0.0.0:30000",
-            v.ServerStarting("http://0.0.0.0:30000"),
+            ev.ServerStarting("http://0.0.0.0:30000"),
         ),
         (
             "Starting vLLM API server on http://0.0.0.0:8000",
-            v.ServerStarting("http://0.0.0.0:8000"),
+            ev.ServerStarting("http://0.0.0.0:8000"),
         ),
-        ("INFO:     Application startup complete.", v.StartupComplete()),
+        ("INFO:     Application startup complete.", ev.StartupComplete()),
         (
             "[b12x] autotune: candidate 17/394 (mxfp4 moe_gemm tile=128x256x128)",
-            v.AutotuneProgress(17, 394, "mxfp4 moe_gemm tile=128x256x128"),
+            ev.AutotuneProgress(17, 394, "mxfp4 moe_gemm tile=128x256x128"),
         ),
-        ("[b12x] autotune: candidate 3/394", v.AutotuneProgress(3, 394, None)),
-        ("[b12x] autotune: done, 394 candidates in 912.4 s", v.AutotuneDone(394, 912.4, False)),
+        ("[b12x] autotune: candidate 3/394", ev.AutotuneProgress(3, 394, None)),
+        ("[b12x] autotune: done, 394 candidates in 912.4 s", ev.AutotuneDone(394, 912.4, False)),
         (
             "[b12x] autotune: selection cache hit, 394 candidates skipped",
-            v.AutotuneDone(394, None, True),
+            ev.AutotuneDone(394, None, True),
         ),
         (
             "No available shared memory broadcast block found in 60 seconds. This typically ...",
-            v.HangHint(
+            ev.HangHint(
                 60,
                 "No available shared memory broadcast block found in 60 seconds. "
                 "This typically ...",
@@ -184,16 +185,16 @@ def test_real_serve_log_events(fixture_text):
         ),
         (
             "Traceback (most recent call last):",
-            v.ErrorLine("traceback", "Traceback (most recent call last):"),
+            ev.ErrorLine("traceback", "Traceback (most recent call last):"),
         ),
-        ("ValueError: bad flag", v.ErrorLine("exception", "ValueError: bad flag")),
+        ("ValueError: bad flag", ev.ErrorLine("exception", "ValueError: bad flag")),
         (
             "torch.OutOfMemoryError: CUDA out of memory.",
-            v.ErrorLine("exception", "torch.OutOfMemoryError: CUDA out of memory."),
+            ev.ErrorLine("exception", "torch.OutOfMemoryError: CUDA out of memory."),
         ),
         (
             "ERROR 10-03 09:31:15 [core.py:708] EngineCore failed to start.",
-            v.ErrorLine("error", "EngineCore failed to start."),
+            ev.ErrorLine("error", "EngineCore failed to start."),
         ),
         ('ERROR 10-03 09:31:15 [core.py:708]   File "x.py", line 3, in f', None),
         ("WARNING 11-29 19:05:30 [s.py:1] OSError: [Errno 24] hint only", None),
@@ -204,7 +205,7 @@ def test_real_serve_log_events(fixture_text):
     ],
 )
 def test_parse_event(line, event):
-    assert v.parse_event(line) == event
+    assert ev.parse_event(line) == event
 
 
 def _run(lines) -> BootState:

@@ -35,7 +35,7 @@ from cockpit.redact import shown
 from cockpit.telemetry.boot import BootPhase, BootState, advance
 from cockpit.telemetry.docker_out import split_time
 from cockpit.telemetry.metrics import EngineMetrics, kv_pool_gib, window
-from cockpit.telemetry.nccl_log import TransportTracker
+from cockpit.telemetry.nccl_transport import TransportTracker
 from cockpit.telemetry.severity import severity
 from cockpit.telemetry.slo import DEFAULT_SLO, Slo, goodput
 from cockpit.telemetry.vllm_log import routine_access

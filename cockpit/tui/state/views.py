@@ -12,7 +12,7 @@ from cockpit.telemetry.boot import BootState
 from cockpit.telemetry.gpu import GpuSample, MemoryView
 from cockpit.telemetry.host import HostLoad
 from cockpit.telemetry.metrics import Quantiles
-from cockpit.telemetry.nccl_log import RankTransport
+from cockpit.telemetry.nccl_transport import RankTransport
 from cockpit.telemetry.severity import Severity
 from cockpit.telemetry.slo import DEFAULT_SLO, Goodput, Slo
 from cockpit.tui.state.inputs import RankOnNode

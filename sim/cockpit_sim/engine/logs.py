@@ -5,7 +5,7 @@ as vLLM 0.32 prints them (see shared/reference/vllm-0.32-cpu/serve.log). Uvicorn
 `INFO:     msg`; tqdm bars are bare lines.
 
 The b12x kernel autotune is not upstream vLLM; its lines are the cockpit's stable format (parsed by
-`cockpit.telemetry.vllm_log`), printed by every rank on a first boot of a model on a node:
+`cockpit.telemetry.vllm_events`), printed by every rank on a first boot of a model on a node:
 
     (Worker_TP0 pid=N) INFO MM-DD HH:MM:SS [b12x_autotune.py:88] [b12x] autotune: candidate 17/394 (mxfp4_moe_gemm tile=128x64x128 stages=4 split_k=2)
     (Worker_TP0 pid=N) INFO MM-DD HH:MM:SS [b12x_autotune.py:141] [b12x] autotune: done, 394 candidates in 1540.2 s
