@@ -50,9 +50,32 @@ TOLERANCE = 0.10
 
 @dataclass(frozen=True)
 class Measured:
-    point: PointResult
+    pp: float | None
+    tg: float | None
+    dropped: int  # runs dropped as faster than physics
     engine_tg: float | None  # the engine's own per-stream decode rate meanwhile (1 / mean ITL)
     client_cpu_s: float  # the bench's CPU seconds (cockpit and, for llama-benchy, its process)
+
+    @classmethod
+    def of(cls, point: PointResult, engine_tg: float | None, cpu: float) -> Measured:
+        dropped = point.inference.dropped if point.inference else 0
+        return cls(point.pp, point.tg, dropped, engine_tg, cpu)
+
+    @classmethod
+    def combined(cls, rounds: list[Measured]) -> Measured:
+        """Single-run benches of one point as one: the means of what each measured."""
+
+        def mean(values: list[float | None]) -> float | None:
+            kept = [v for v in values if v]
+            return sum(kept) / len(kept) if kept else None
+
+        return cls(
+            mean([m.pp for m in rounds]),
+            mean([m.tg for m in rounds]),
+            sum(m.dropped for m in rounds),
+            mean([m.engine_tg for m in rounds]),
+            sum(m.client_cpu_s for m in rounds),
+        )
 
 
 class Engine:
@@ -95,7 +118,7 @@ def bench(lane: real_vllm.RealLane, engine: Engine, driver: str, depth: int, con
     report = load_report(max(reports.glob(f"*_{driver}.json")))
     for path in reports.iterdir():  # one report per bench: the next one has no baseline
         path.unlink()
-    return Measured(report.points[0], tokens / seconds if seconds > 0 else None, cpu)
+    return Measured.of(report.points[0], tokens / seconds if seconds > 0 else None, cpu)
 
 
 def ratio(a: float | None, b: float | None) -> float | None:
@@ -114,21 +137,20 @@ def table(results: dict[tuple[int, int], dict[str, Measured]]) -> tuple[str, boo
     ]
     agree = builtin_on_engine = True
     for (depth, conc), by in results.items():
-        ours, theirs = by["builtin"], by["llama-benchy"]
-        a, b = ours.point, theirs.point
+        a, b = by["builtin"], by["llama-benchy"]
         pp, tg = ratio(a.pp, b.pp), ratio(a.tg, b.tg)
-        on_engine = [ratio(m.point.tg, (m.engine_tg or 0) * conc) for m in (ours, theirs)]
+        on_engine = [ratio(m.tg, (m.engine_tg or 0) * conc) for m in (a, b)]
         agree &= all(r is not None and abs(r - 1) <= TOLERANCE for r in (pp, tg))
         builtin_on_engine &= on_engine[0] is not None and abs(on_engine[0] - 1) <= TOLERANCE
-        dropped = [p.inference.dropped if p.inference else 0 for p in (a, b)]
+        dropped = [a.dropped, b.dropped]
         cells = [
             f"d{depth_label(depth)} c{conc}",
             f"{a.pp or 0:,.0f}", f"{b.pp or 0:,.0f}", f"{pp or 0:.3f}",
             f"{a.tg or 0:,.1f}", f"{b.tg or 0:,.1f}", f"{tg or 0:.3f}",
-            f"{ours.engine_tg or 0:,.0f} / {theirs.engine_tg or 0:,.0f}",
+            f"{a.engine_tg or 0:,.0f} / {b.engine_tg or 0:,.0f}",
             f"{on_engine[0] or 0:.3f} / {on_engine[1] or 0:.3f}",
             f"{dropped[0]} / {dropped[1]}",
-            f"{ours.client_cpu_s:.1f} / {theirs.client_cpu_s:.1f}",
+            f"{a.client_cpu_s:.1f} / {b.client_cpu_s:.1f}",
         ]  # fmt: skip
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows), agree, builtin_on_engine
@@ -146,8 +168,15 @@ def main() -> None:
     )
     parser.add_argument("--pp", type=int, default=2048)
     parser.add_argument("--tg", type=int, default=128)
+    parser.add_argument(
+        "--interleave",
+        action="store_true",
+        help="each point as 3 single-run benches per driver, the drivers taking turns "
+        "(a slow drift of the engine's speed then weighs on both alike)",
+    )
     args = parser.parse_args()
-    shape = ("--pp", str(args.pp), "--tg", str(args.tg), "--runs", str(RUNS))
+    runs = 1 if args.interleave else RUNS
+    shape = ("--pp", str(args.pp), "--tg", str(args.tg), "--runs", str(runs))
     model = tuple(args.model) if args.model else None
     real_vllm.start(nice=0, shape=model)  # the engine at the priority an operator's would have
     results: dict[tuple[int, int], dict[str, Measured]] = {}
@@ -156,10 +185,12 @@ def main() -> None:
         engine = Engine(lane.inventory)
         with tempfile.TemporaryDirectory(prefix="cockpit-agreement-") as tmp:
             for index, (depth, conc) in enumerate(POINTS):
-                order = DRIVERS if index % 2 == 0 else DRIVERS[::-1]
-                results[depth, conc] = {
-                    d: bench(lane, engine, d, depth, conc, shape, Path(tmp) / d) for d in order
-                }
+                got: dict[str, list[Measured]] = {d: [] for d in DRIVERS}
+                for turn in range(RUNS if args.interleave else 1):
+                    order = DRIVERS if (index + turn) % 2 == 0 else DRIVERS[::-1]
+                    for d in order:
+                        got[d].append(bench(lane, engine, d, depth, conc, shape, Path(tmp) / d))
+                results[depth, conc] = {d: Measured.combined(got[d]) for d in DRIVERS}
     finally:
         real_vllm.stop()
     load = os.getloadavg()[0]
@@ -169,6 +200,7 @@ def main() -> None:
     flags = " ".join(sys.argv[1:])
     size = f"hidden {model[0]}, {model[1]} layers" if model else "hidden 128, 2 layers"
     heading = "Bench on a real engine" + (f", a larger model ({size})" if model else "")
+    heading += ", drivers taking turns run by run" if args.interleave else ""
     text = (
         f"## {heading}: built-in driver ÷ llama-benchy\n\n"
         f"`python benchmarks/real_lane_agreement.py {flags}` ({date.today()})\n\n"
@@ -176,8 +208,14 @@ def main() -> None:
         f"{os.cpu_count()} cores), launched "
         "by the cockpit on a one-node simulated fleet and benched through the SSH forward; "
         f"pp {args.pp}, tg {args.tg}, {RUNS} runs, adapt-prompt on both drivers, the lane's "
-        "tokenizer; one bench "
-        "per point and driver, their order alternating. pp and tg are batch totals at c2 (t/s); "
+        "tokenizer; "
+        + (
+            "per point, three single-run benches per driver, the drivers taking turns "
+            "(means shown). "
+            if args.interleave
+            else "one bench per point and driver, their order alternating. "
+        )
+        + "pp and tg are batch totals at c2 (t/s); "
         "*engine t/s* is the engine's own per-stream decode rate while each driver ran "
         "(1 / its mean inter-token latency, from `/metrics`); *client CPU*: the bench's own CPU "
         "seconds (cockpit's, and llama-benchy's process). Load average at the end: "
@@ -190,7 +228,8 @@ def main() -> None:
     )
     print(text)
     if args.write_results:
-        write_section("real_lane_agreement" + ("_model" if model else ""), text)
+        name = "real_lane_agreement" + ("_model" if model else "")
+        write_section(name + ("_interleaved" if args.interleave else ""), text)
 
 
 if __name__ == "__main__":
