@@ -20,11 +20,11 @@ from cockpit.events import Finished, Notice, OpEvent, Planned, Severity, StepFin
 from cockpit.plan.render import container_name
 from cockpit.tui.demo import load_while_serving
 from cockpit.tui.keymap import DEMO_ONLY, NODE_CHANGING, key_of
-from cockpit.tui.messages import Facts
+from cockpit.tui.messages import OpFinished, OpProgress
 from cockpit.tui.operations import Fix, LaneTarget, Operations, confirm_warning, fix_for
 from cockpit.tui.screens.bench_plan import BenchPlanScreen
 from cockpit.tui.screens.confirm import ConfirmScreen
-from cockpit.tui.state.inputs import OpEnded, OpUpdate, RankOnNode
+from cockpit.tui.state.inputs import RankOnNode
 from cockpit.tui.state.views import LaneView, lane_key
 
 if TYPE_CHECKING:
@@ -180,10 +180,10 @@ class LaneOps(_Screen):
             why = f"{type(exc).__name__}: {exc}"
             self.notify(f"{name} failed: {why}", severity="error", timeout=OUTCOME_NOTICE_S)
         finally:
-            self.app.post_message(Facts([OpEnded(run, why)]))
+            self.app.post_message(OpFinished(run, why))
 
     def _post(self, run: int, event: OpEvent) -> None:
-        self.app.post_message(Facts([OpUpdate(run, event)]))
+        self.app.post_message(OpProgress(run, event))
         if isinstance(event, StepFinished) and event.node:
             if event.step == "start" and event.ok:
                 self._follow_started(event)
