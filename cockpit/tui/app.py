@@ -182,6 +182,11 @@ class CockpitApp(App[None]):
             if isinstance(feed, RefreshesNodes):
                 feed.refresh(node)
 
+    def sample_due(self) -> float | None:
+        """When (wall clock) the history next takes the fleet's figures from a frame: the screen
+        paints one by then even if nothing changed. None without a history."""
+        return self._sampled_at + SAMPLE_EVERY_S if self.recorder is not None else None
+
     def frame_shown(self, snap: FleetSnapshot) -> None:
         """Called when the panes took a snapshot; once one shows a LIVE node with its GPU and
         memory figures, the time it is painted is `first_useful_frame`. The history takes the

@@ -1,5 +1,5 @@
-"""The one main screen: eight panes, the timed flush from store to panes, the view keys; its lane
-keys and operations (`lane_ops`) and its log keys (`log_keys`) are mixed in."""
+"""The one main screen: eight panes, the repaint from store to panes (`frames` says when), the
+view keys; its lane keys and operations (`lane_ops`) and its log keys (`log_keys`) are mixed in."""
 
 from __future__ import annotations
 
@@ -29,9 +29,11 @@ from cockpit.tui.keymap import (
     key_of,
 )
 from cockpit.tui.screens.details import DetailsScreen
+from cockpit.tui.screens.frames import Frames
 from cockpit.tui.screens.help import HelpScreen
 from cockpit.tui.screens.lane_ops import OUTCOME_NOTICE_S, LaneOps
 from cockpit.tui.screens.log_keys import LogKeys
+from cockpit.tui.state.parts import ALL
 from cockpit.tui.state.readings import with_past
 from cockpit.tui.state.views import FleetSnapshot, LaneView, LogSource
 from cockpit.tui.widgets.activity import BenchPane, OpsPane
@@ -48,8 +50,6 @@ if TYPE_CHECKING:
 
     from cockpit.tui.app import CockpitApp
 
-FLUSH_S = 0.05  # logs and tables repaint at most 20 times a second, however fast facts arrive
-AGE_TICK_S = 1.0  # ages (STALE 12s) move even when no fact arrives
 NARROW_BELOW = 120  # columns: below this the panes stack in one scrolling column
 REVEAL_AFTER_S = 1.0  # the later panes' content appears by then even if no node answers
 ADVICE_NOTICE_S = 12.0  # an advisor's hint (the Engine pane's title keeps a lane's while it holds)
@@ -73,8 +73,7 @@ class MainScreen(LaneOps, LogKeys, Screen[None]):
         super().__init__(classes="-starting")  # until the first useful frame: see reveal()
         self.ctx = ViewContext()
         self.snap: FleetSnapshot | None = None
-        self._shown_version = -1
-        self._shown_at = 0.0
+        self.frames = Frames(self, self.flush)  # when the panes repaint
         self._advised = 0  # the last advisor hint shown as a notice
         self._past_span: int | None = None  # index in PAST_SPANS; None: this session's series
         self._past: PastFigures | None = None  # the store's, read off the loop
@@ -99,8 +98,9 @@ class MainScreen(LaneOps, LogKeys, Screen[None]):
 
     def on_mount(self) -> None:
         self.sub_title = "READ-ONLY" if self.cockpit.readonly else self.cockpit.fleet_label
-        self.set_interval(FLUSH_S, self.flush)
+        self.cockpit.store.on_change = self.frames.changed
         self.set_timer(REVEAL_AFTER_S, self.reveal)
+        self.frames.touch()
         self.flush()
         self.query_one("#lanes-table").focus()
 
@@ -110,7 +110,7 @@ class MainScreen(LaneOps, LogKeys, Screen[None]):
         painted, or after REVEAL_AFTER_S."""
         if self.has_class("-starting"):
             self.remove_class("-starting")
-            self._shown_version = -1
+            self.frames.touch()
             self.flush()  # before the next layout, as on mount: the tails start at their end
             self.repaint_soon()  # and after it: content fitted to a width refits to the real one
             resume_collector()  # start-up is over (cockpit.startup)
@@ -128,31 +128,38 @@ class MainScreen(LaneOps, LogKeys, Screen[None]):
 
     def repaint_soon(self) -> None:
         """Repaint every pane after the next layout (sizes changed, or the selection did)."""
-        self._shown_version = -1
+        self.frames.touch()
         self.call_after_refresh(self.flush)
 
     # ------------------------------------------------------------------ store → panes
 
     def flush(self) -> None:
-        """Repaint visible panes from a fresh snapshot when something changed (or ages moved)."""
-        store, now = self.cockpit.store, self.cockpit.clock()
-        if store.version == self._shown_version and now - self._shown_at < AGE_TICK_S:
+        """Repaint the panes that read a part changed since the last repaint (every pane when
+        the followed lane or log changed), from one fresh snapshot (`Frames` says when)."""
+        store = self.cockpit.store
+        parts = self.frames.take(store.take_dirty())
+        if not parts:
             return
-        self._shown_version, self._shown_at = store.version, now
+        now = self.cockpit.clock()
         snap = store.snapshot(now)
         if self._past is not None:  # the sparklines reach back past the session (`h`)
             snap = with_past(snap, self._past)
-        self.snap = snap
-        self.ctx = self._view_context(snap)
+        ctx = self._view_context(snap)
+        if ctx != self.ctx:
+            parts = ALL
+        self.snap, self.ctx = snap, ctx
         starting = self.has_class("-starting")
         for pane in self.query(Pane):
             if self.maximized is not None and pane is not self.maximized:
                 continue  # hidden behind a maximised pane: keep collecting, skip the repaint
             if starting and not pane.FIRST_FRAME:
                 continue  # content not laid out yet: reveal() repaints it
-            pane.show(snap, self.ctx)
+            if pane.READS & parts:
+                pane.show(snap, self.ctx)
         self._advise(snap)
         self.cockpit.frame_shown(snap)
+        due = [d for d in (store.next_change(now), self.cockpit.sample_due()) if d is not None]
+        self.frames.arm_tick(min(due, default=None), now)
 
     def _advise(self, snap: FleetSnapshot) -> None:
         """Each advisor hint once, as a notice, when its condition begins (the store judges
@@ -182,13 +189,13 @@ class MainScreen(LaneOps, LogKeys, Screen[None]):
     def _pick_log(self, source: LogSource) -> None:
         live = self.snap is not None and source in self.snap.live_sources
         self.ctx = replace(self.ctx, log_source=source, picked_log=source, picked_live=live)
-        self._shown_version = -1
+        self.frames.touch()
 
     @on(LanesPane.Selected)
     def _lane_selected(self, event: LanesPane.Selected) -> None:
         if event.key != self.ctx.lane_key:
             self.ctx = ViewContext(event.key)
-            self._shown_version = -1
+            self.frames.touch()
 
     @on(NodesPane.Chosen)
     def _node_chosen(self, event: NodesPane.Chosen) -> None:
@@ -297,7 +304,7 @@ class MainScreen(LaneOps, LogKeys, Screen[None]):
             self.notify(f"history: KV, Engine and Nodes over the last {label}", timeout=3)
             source = prometheus or recorder.writer.path  # type: ignore[union-attr]
             self.run_worker(self._read_past(source, span), group="past", exit_on_error=False)
-        self._shown_version = -1
+        self.frames.touch()
 
     async def _read_past(self, source: Path | str, span: float) -> None:
         """Read the figures for the followed lane and every node from the store (a path) or a
@@ -321,7 +328,7 @@ class MainScreen(LaneOps, LogKeys, Screen[None]):
                     self.notify(f"history: {exc}", severity="error", timeout=OUTCOME_NOTICE_S)
                     return
                 self._past = past
-                self._shown_version = -1
+                self.frames.touch()
             await asyncio.sleep(1.0)
 
     def action_theme(self) -> None:

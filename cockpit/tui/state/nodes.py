@@ -13,6 +13,7 @@ HISTORY = 120  # samples kept per series (about 2-6 minutes at the poll rates us
 STALE_AFTER_S = 10.0
 DOWN_AFTER_S = 30.0
 """A node whose probe keeps failing this long is DOWN even while its link still connects."""
+AGE_STEP_S = 1.0  # ages are shown to the second (`fmt_duration`)
 
 
 @dataclass
@@ -46,3 +47,16 @@ def node_view(name: str, node: NodeRecord, now: float) -> NodeView:
         ranks_known=last.ranks_known if last else False,
         host=last.host if last else None,
     )
+
+
+def node_due(node: NodeRecord, now: float) -> float | None:
+    """When the node's view next changes with no input: each second while it shows the age of
+    its last values (STALE, or DOWN after them), else when a live node turns STALE; never for a
+    node not heard from, or DOWN with nothing heard before."""
+    last = node.last
+    if last is None:
+        return None
+    stale_at = last.at + STALE_AFTER_S
+    if node.lost is not None or stale_at < now:
+        return now + AGE_STEP_S
+    return stale_at

@@ -24,6 +24,7 @@ from cockpit.tui.state.views import BenchRow, OpView, lane_key
 
 OPS_KEPT = 12
 BENCH_POINTS = 64
+BENCH_EVENTS = (SweepPlanned, PointFinished)  # the events that change the bench points
 
 
 def bench_mode(cold: bool, driver: str) -> str:

@@ -16,11 +16,12 @@ The parts live beside it: a node's record and view (`nodes`), an engine's series
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
 from cockpit.config import Inventory
 from cockpit.errors import CockpitError
+from cockpit.events import Finished, Planned
 from cockpit.plan import plan_lane
 from cockpit.redact import shown
 from cockpit.telemetry.boot import BootState
@@ -37,10 +38,11 @@ from cockpit.tui.state.inputs import (
     RankOnNode,
     StoreInput,
 )
-from cockpit.tui.state.lanes import Observed, observed, overlaid
+from cockpit.tui.state.lanes import ENGINE_FRESH_S, Observed, observed, overlaid
 from cockpit.tui.state.logs import LOG_LINES, NCCL_LINES, LaneNccl, RankLog, append_lines
-from cockpit.tui.state.nodes import DOWN_AFTER_S, NodeRecord, node_view
-from cockpit.tui.state.runs import Runs
+from cockpit.tui.state.nodes import AGE_STEP_S, DOWN_AFTER_S, NodeRecord, node_due, node_view
+from cockpit.tui.state.parts import ALL, LISTED, Part
+from cockpit.tui.state.runs import BENCH_EVENTS, Runs
 from cockpit.tui.state.views import (
     FleetSnapshot,
     Hint,
@@ -85,6 +87,8 @@ class Store:
         self._was_listed: set[str] = set()  # ... with any container listed
         self._seq = 0
         self.version = 0
+        self.dirty: set[Part] = set()  # the parts changed since the screen last took them
+        self.on_change: Callable[[], None] | None = None  # told after an input changed a part
         self._lanes = self._lane_slots()
 
     # ------------------------------------------------------------------ inputs
@@ -93,30 +97,71 @@ class Store:
         for item in inputs:
             self.apply(item)
 
-    def apply(self, item: StoreInput) -> None:
+    def apply(self, item: StoreInput) -> frozenset[Part]:
+        """Reduce one input; returns the parts of the snapshot it changed (also added to
+        `dirty`, and `on_change` told)."""
         self.version += 1
+        parts = self._reduce(item)
+        if parts:
+            self.dirty |= parts
+            if self.on_change is not None:
+                self.on_change()
+        return parts
+
+    def take_dirty(self) -> frozenset[Part]:
+        """The parts changed since the last call."""
+        parts, self.dirty = frozenset(self.dirty), set()
+        return parts
+
+    def _reduce(self, item: StoreInput) -> frozenset[Part]:
         match item:
             case NodeSampled():
                 node = self._nodes.setdefault(item.node, NodeRecord())
+                before, lost = node.last, node.lost
                 node.last, node.lost, node.lost_since = item, None, None
                 if item.gpu is not None and item.gpu.utilization_pct is not None:
                     node.util.append(item.gpu.utilization_pct)
                 self._forget_gone_lanes()
                 self._advise(item.node, node_hints(node_view(item.node, node, item.at)))
+                same = before is not None and (before.ranks, before.ranks_known, before.images) == (
+                    item.ranks, item.ranks_known, item.images
+                )  # fmt: skip
+                return frozenset({Part.NODES}) if same and lost is None else LISTED | {Part.NODES}
             case NodeLost():
                 node = self._nodes.setdefault(item.node, NodeRecord())
                 node.lost_since = node.lost_since if node.lost else item.at
                 node.lost = item
+                return frozenset({Part.NODES, Part.LANES})  # a DOWN node's lanes cannot tell
             case EngineSampled():
-                self._engine(item)
+                return self._engine(item)
             case RankLines():
-                self._lines(item)
+                return self._lines(item)
             case OpUpdate():
                 planned = self._runs.update(item.run, item.event)
                 if planned is not None:
                     self._new_run_of(planned)
+                if isinstance(item.event, Planned | Finished):  # a run begins or ends
+                    return ALL
+                bench = {Part.BENCH} if isinstance(item.event, BENCH_EVENTS) else set()
+                return frozenset({Part.OPS, Part.LANES, *bench})
             case OpEnded():
                 self._runs.ended(item.run, item.why)
+                return ALL
+        return frozenset()
+
+    def next_change(self, now: float) -> float | None:
+        """When (wall clock) a view changes with no input coming, if it does: a node's age as
+        shown, a live node turning STALE, an engine no longer answering (its lane
+        UNRESPONSIVE, and for how long), a running operation's elapsed time."""
+        due = [d for d in (node_due(node, now) for node in self._nodes.values()) if d is not None]
+        present = self._present()
+        for key, eng in self._engines.items():
+            if key in present and eng.cur is not None:
+                fresh_until = eng.cur.at + ENGINE_FRESH_S
+                due.append(fresh_until if fresh_until >= now else now + AGE_STEP_S)
+        if self._runs.running:
+            due.append(now + AGE_STEP_S)
+        return min(due, default=None)
 
     # ------------------------------------------------------------------ observation
 
@@ -148,12 +193,12 @@ class Store:
             self._boot.pop(key, None)
         self._was_running, self._was_listed = running, listed
 
-    def _engine(self, item: EngineSampled) -> None:
+    def _engine(self, item: EngineSampled) -> frozenset[Part]:
         """The lane's engine view from this scrape (`engines.fold_scrape`), with the advisor's
         hints for the lane."""
         key = lane_key(item.lane, item.cluster)
         if key not in self._present():
-            return  # a scrape that was in flight when the lane's containers went
+            return frozenset()  # a scrape that was in flight when the lane's containers went
         eng = self._engines.setdefault(key, EngineRecord())
         recipe = self.inventory.recipes.get(item.lane)
         boot = self._boot.get(key, BootState())
@@ -163,6 +208,7 @@ class Store:
         hints = engine_hints(view, serve, bench_in_window(eng, item.metrics.at))
         self._advise(key, hints)
         eng.view = replace(view, advice=hints)
+        return frozenset({Part.ENGINES, Part.LANES})  # the lane serves while its engine answers
 
     def _advise(self, subject: str, hints: tuple[Hint, ...]) -> None:
         """Keep the hints whose condition just began for the screen to show (once each)."""
@@ -170,13 +216,14 @@ class Store:
             self._hint_seq += 1
             self._hints.append((self._hint_seq, hint))
 
-    def _lines(self, item: RankLines) -> None:
+    def _lines(self, item: RankLines) -> frozenset[Part]:
         """Append a rank's lines (`logs.append_lines`). A fresh stream (a new container, or a
         re-followed one replaying its tail) starts the rank's log, and for the head the lane's
         boot state, over."""
         key = lane_key(item.lane, item.cluster)
         source = LogSource(key, item.node, item.rank)
         nccl = self._nccl.setdefault(key, LaneNccl())
+        boot_was = self._boot.get(key)
         if item.fresh:
             self._logs.pop(source, None)
             nccl.ranks.pop((item.node, item.rank), None)
@@ -184,10 +231,16 @@ class Store:
                 self._boot.pop(key, None)
         log = self._logs.setdefault(source, RankLog())
         boot = self._boot.get(key, BootState()) if item.rank == 0 else None
-        boot, self._seq, _ = append_lines(item, log, nccl, boot, self._seq)
+        boot, self._seq, saw_nccl = append_lines(item, log, nccl, boot, self._seq)
         if boot is not None:  # the failed line is shown in the Lanes pane: as every log line
             failed = boot.failed_line
             self._boot[key] = replace(boot, failed_line=shown(failed)) if failed else boot
+        parts = {Part.LOGS}
+        if saw_nccl or item.fresh:
+            parts.add(Part.NCCL)
+        if self._boot.get(key) != boot_was:
+            parts.add(Part.LANES)
+        return frozenset(parts)
 
     def _new_run_of(self, key: str) -> None:
         """A launch of the lane: what an earlier run left (logs of containers no longer listed,

@@ -12,6 +12,7 @@ from textual.widgets import Static
 
 from cockpit.bench.models import depth_label
 from cockpit.tui.render import bar, num
+from cockpit.tui.state.parts import Part
 from cockpit.tui.state.views import BenchRow, FleetSnapshot, OpView, fmt_duration
 from cockpit.tui.widgets.depth_plot import DepthPlot, depth_series, last_sweep, line_colours
 from cockpit.tui.widgets.engine import Body
@@ -170,6 +171,8 @@ def _depth_table(
 
 
 class OpsPane(Pane):
+    READS = frozenset({Part.OPS})
+
     def __init__(self) -> None:
         super().__init__("Operations", id="ops")
         self._shown: tuple[object, ...] = ()
@@ -191,6 +194,8 @@ class OpsPane(Pane):
 class BenchPane(Pane):
     """The table on top, the flags docked at the foot (visible at every size), the plot in what
     room is left, hidden when that is too little to read."""
+
+    READS = frozenset({Part.BENCH})
 
     DEFAULT_CSS = """
     BenchPane #bench-flags {

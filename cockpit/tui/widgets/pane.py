@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable
 
+from cockpit.tui.state.parts import ALL, Part
 from cockpit.tui.state.views import FleetSnapshot, LogSource
 
 
@@ -29,6 +31,9 @@ class Pane(Vertical):
     FIRST_FRAME = False
     """Needed by the first useful frame (Lanes, Nodes). The other panes show their borders at
     start and lay out their content once that frame is painted (`MainScreen` -starting)."""
+    READS: ClassVar[frozenset[Part]] = ALL
+    """The parts of a snapshot `show` reads: the pane repaints when one of them changed (and
+    when the selection, its size or the theme did)."""
     DEFAULT_CSS = """
     Pane {
         border: round $panel-lighten-2;
