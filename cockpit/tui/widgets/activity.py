@@ -186,8 +186,8 @@ class OpsPane(Pane):
         if key == self._shown:
             return
         self._shown = key
-        readonly = getattr(self.app, "readonly", False)
-        self.query_one(Body).update(op_lines(snap.ops, snap.at, palette_of(self.app), readonly))
+        ops = op_lines(snap.ops, snap.at, palette_of(self.app), self.readonly)
+        self.query_one(Body).update(ops)
         self.retitle(subtitle=f"{running} running · x cancels" if running else "")
 
 
@@ -225,8 +225,7 @@ class BenchPane(Pane):
         colours = palette_of(self.app)
         width = max(self.size.width, 1)
         console = self.app.console
-        readonly = getattr(self.app, "readonly", False)
-        table = bench_table(snap.bench, colours, readonly, (console, width))
+        table = bench_table(snap.bench, colours, self.readonly, (console, width))
         flags = bench_flags(snap.bench, colours) if snap.bench else Text()
         self.query_one(Body).update(Group(table))
         self.retitle(bench_title(snap.bench))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual.containers import Vertical
 from textual.message import Message
@@ -11,6 +11,9 @@ from textual.widgets import DataTable
 
 from cockpit.tui.state.parts import ALL, Part
 from cockpit.tui.state.views import FleetSnapshot, LogSource
+
+if TYPE_CHECKING:
+    from cockpit.tui.app import CockpitApp
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,16 @@ class Pane(Vertical):
 
     def on_resize(self) -> None:
         self.post_message(self.Resized())
+
+    @property
+    def cockpit(self) -> CockpitApp:
+        """The app, typed: a pane lives only in the cockpit's app."""
+        return cast("CockpitApp", self.app)
+
+    @property
+    def readonly(self) -> bool:
+        """A read-only session (`--readonly`): a pane's hints name no key that changes a node."""
+        return self.cockpit.readonly
 
     def __init__(self, title: str, *, id: str) -> None:
         super().__init__(id=id, classes="" if self.FIRST_FRAME else "-later")
