@@ -158,8 +158,8 @@ class CockpitApp(App[None]):
     def _apply(self, item: StoreInput) -> None:
         self.store.apply(item)
         if self.first_useful_frame is None and not self._first_flush:
-            # the first facts go on screen once the messages queued with them are applied,
-            # not at the next flush tick
+            # until the first useful frame, facts go on screen as soon as the messages queued
+            # with them are applied, not a frame later
             self._first_flush = True
             self.call_later(self._flush_first)
 

@@ -73,7 +73,7 @@ class MainScreen(LaneOps, LogKeys, Screen[None]):
         super().__init__(classes="-starting")  # until the first useful frame: see reveal()
         self.ctx = ViewContext()
         self.snap: FleetSnapshot | None = None
-        self.frames = Frames(self, self.flush)  # when the panes repaint
+        self.frames = Frames(self, self.flush, lambda: self.cockpit.clock())  # when to repaint
         self._advised = 0  # the last advisor hint shown as a notice
         self._past_span: int | None = None  # index in PAST_SPANS; None: this session's series
         self._past: PastFigures | None = None  # the store's, read off the loop
