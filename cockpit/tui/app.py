@@ -20,11 +20,18 @@ from cockpit.errors import CockpitError
 from cockpit.tui.feeds import Feed, FollowsContainers, RefreshesNodes
 from cockpit.tui.keymap import BINDING_IDS, DEMO_ONLY, MAIN_BINDINGS, TAIL_BINDINGS
 from cockpit.tui.lane_commands import LaneCommands
-from cockpit.tui.messages import Facts
+from cockpit.tui.messages import (
+    EngineScraped,
+    LogLines,
+    NodePolled,
+    OpFinished,
+    OpProgress,
+    message_for,
+)
 from cockpit.tui.operations import Operations
 from cockpit.tui.screens.main import MainScreen
 from cockpit.tui.settings import TuiSettings, save_theme
-from cockpit.tui.state.inputs import OpEnded, OpUpdate, RankOnNode
+from cockpit.tui.state.inputs import RankOnNode, StoreInput
 from cockpit.tui.state.readings import lane_readings, node_readings
 from cockpit.tui.state.store import Store
 from cockpit.tui.state.views import FleetSnapshot, NodeHealth
@@ -80,6 +87,7 @@ class CockpitApp(App[None]):
         self._history_problem: str | None = None
         # perf_counter() once a frame showing a LIVE node with its GPU and memory is painted
         self.first_useful_frame: float | None = None
+        self._first_flush = False  # a flush for the first frame is queued
         themes = load_themes(*theme_dirs)
         self.cockpit_themes = [t.name for t in themes]
         for theme in themes:
@@ -111,7 +119,8 @@ class CockpitApp(App[None]):
         while True:
             try:
                 async for batch in feed.batches():
-                    self.post_message(Facts(batch))
+                    for item in batch:  # in order: the store's semantics depend on it
+                        self.post_message(message_for(item))
                     failures = 0
                 return
             except Exception as exc:  # a bug or an I/O error in a feed must not end the app
@@ -125,17 +134,40 @@ class CockpitApp(App[None]):
                 )
             await asyncio.sleep(pause)
 
-    def on_facts(self, message: Facts) -> None:
-        self.store.apply_all(message.inputs)
+    # ------------------------------------------------------------------ inputs → store
+
+    def on_node_polled(self, message: NodePolled) -> None:
+        self._apply(message.result)
+
+    def on_engine_scraped(self, message: EngineScraped) -> None:
+        self._apply(message.sample)
+
+    def on_log_lines(self, message: LogLines) -> None:
+        self._apply(message.lines)
+
+    def on_op_progress(self, message: OpProgress) -> None:
+        self._apply(message.update)
         if self.recorder is not None:
-            for item in message.inputs:
-                if isinstance(item, OpUpdate):
-                    self.recorder.observe(item.run, item.event)
-                elif isinstance(item, OpEnded):
-                    self.recorder.ended(item.run, item.why)
+            self.recorder.observe(message.update.run, message.update.event)
+
+    def on_op_finished(self, message: OpFinished) -> None:
+        self._apply(message.ended)
+        if self.recorder is not None:
+            self.recorder.ended(message.ended.run, message.ended.why)
+
+    def _apply(self, item: StoreInput) -> None:
+        self.store.apply(item)
+        if self.first_useful_frame is None and not self._first_flush:
+            # until the first useful frame, facts go on screen as soon as the messages queued
+            # with them are applied, not a frame later
+            self._first_flush = True
+            self.call_later(self._flush_first)
+
+    def _flush_first(self) -> None:
+        self._first_flush = False
         screen = self.screen_stack[-1] if self.screen_stack else None  # none left while closing
         if self.first_useful_frame is None and isinstance(screen, MainScreen) and screen.is_mounted:
-            screen.flush()  # the first facts go on screen now, not at the next flush tick
+            screen.flush()
 
     def follow_container(self, node: str, name: str, rank: RankOnNode) -> None:
         """An operation started this container: the feeds that can follow its log now do."""
@@ -149,6 +181,11 @@ class CockpitApp(App[None]):
         for feed in self.feeds:
             if isinstance(feed, RefreshesNodes):
                 feed.refresh(node)
+
+    def sample_due(self) -> float | None:
+        """When (wall clock) the history next takes the fleet's figures from a frame: the screen
+        paints one by then even if nothing changed. None without a history."""
+        return self._sampled_at + SAMPLE_EVERY_S if self.recorder is not None else None
 
     def frame_shown(self, snap: FleetSnapshot) -> None:
         """Called when the panes took a snapshot; once one shows a LIVE node with its GPU and

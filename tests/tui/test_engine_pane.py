@@ -11,7 +11,7 @@ from rich.console import Console
 from textual.widgets import Static
 
 from cockpit.tui.app import CockpitApp
-from cockpit.tui.messages import Facts
+from cockpit.tui.messages import EngineScraped
 from cockpit.tui.widgets.engine import ThroughputPane
 from tests.tui import scene
 
@@ -60,7 +60,7 @@ async def test_the_pane_shows_quantiles_finish_reasons_goodput_and_advice(
             "prompts fill it",
         ]
         later = scene.real_engine(t + 2, prefix_caching=False)[-1]  # a scrape 2 s later
-        app.post_message(Facts([later]))
+        app.post_message(EngineScraped(later))
         await pilot.pause(0.3)
         assert len([n for n in notices(app) if n.startswith(lane)]) == 2  # once per onset
 

@@ -19,7 +19,7 @@ from cockpit.ssh.inventory import pool_for
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.feeds.fleet import FleetFeed
 from cockpit.tui.launch import fleet_app
-from cockpit.tui.messages import Facts
+from cockpit.tui.messages import NodePolled
 from cockpit.tui.screens import main as main_screen
 from cockpit.tui.screens.main import REVEAL_AFTER_S
 from cockpit.tui.settings import TuiSettings
@@ -48,11 +48,11 @@ async def test_first_useful_frame_needs_gpu_and_memory(
         await pilot.pause(0.1)
         assert app.screen.has_class("-starting")
         assert not app.screen.query_one("#log-tail").display  # later panes: borders only
-        app.post_message(Facts([replace(sample, gpu=None)]))  # meminfo came first: not enough
+        app.post_message(NodePolled(replace(sample, gpu=None)))  # meminfo came first: not enough
         await pilot.pause(0.1)
         assert app.first_useful_frame is None
         assert not gc.isenabled()  # still starting
-        app.post_message(Facts([sample]))
+        app.post_message(NodePolled(sample))
         deadline = time.monotonic() + 5.0  # painted on the next repaint tick; slower under load
         while app.first_useful_frame is None and time.monotonic() < deadline:
             await pilot.pause(0.05)

@@ -1,4 +1,5 @@
-"""Where the store's facts come from: anything that yields batches of `StoreInput`."""
+"""Where the store's facts come from: anything that yields batches of `StoreInput` (the app posts
+each input of a batch, in order, as its typed message: `cockpit.tui.messages`)."""
 
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ from textual.widgets import Static
 
 from cockpit.bench.models import depth_label
 from cockpit.tui.render import bar, num
+from cockpit.tui.state.parts import Part
 from cockpit.tui.state.views import BenchRow, FleetSnapshot, OpView, fmt_duration
 from cockpit.tui.widgets.depth_plot import DepthPlot, depth_series, last_sweep, line_colours
 from cockpit.tui.widgets.engine import Body
@@ -170,6 +171,8 @@ def _depth_table(
 
 
 class OpsPane(Pane):
+    READS = frozenset({Part.OPS})
+
     def __init__(self) -> None:
         super().__init__("Operations", id="ops")
         self._shown: tuple[object, ...] = ()
@@ -183,14 +186,16 @@ class OpsPane(Pane):
         if key == self._shown:
             return
         self._shown = key
-        readonly = getattr(self.app, "readonly", False)
-        self.query_one(Body).update(op_lines(snap.ops, snap.at, palette_of(self.app), readonly))
+        ops = op_lines(snap.ops, snap.at, palette_of(self.app), self.readonly)
+        self.query_one(Body).update(ops)
         self.retitle(subtitle=f"{running} running · x cancels" if running else "")
 
 
 class BenchPane(Pane):
     """The table on top, the flags docked at the foot (visible at every size), the plot in what
     room is left, hidden when that is too little to read."""
+
+    READS = frozenset({Part.BENCH})
 
     DEFAULT_CSS = """
     BenchPane #bench-flags {
@@ -220,8 +225,7 @@ class BenchPane(Pane):
         colours = palette_of(self.app)
         width = max(self.size.width, 1)
         console = self.app.console
-        readonly = getattr(self.app, "readonly", False)
-        table = bench_table(snap.bench, colours, readonly, (console, width))
+        table = bench_table(snap.bench, colours, self.readonly, (console, width))
         flags = bench_flags(snap.bench, colours) if snap.bench else Text()
         self.query_one(Body).update(Group(table))
         self.retitle(bench_title(snap.bench))

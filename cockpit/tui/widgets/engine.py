@@ -12,6 +12,7 @@ from textual.widgets import Static
 from cockpit.telemetry.metrics import Quantiles
 from cockpit.tui.fit import lane_key
 from cockpit.tui.render import bar, brief_seconds, num, pct, share_range, sparkline
+from cockpit.tui.state.parts import Part
 from cockpit.tui.state.views import EngineView, FleetSnapshot
 from cockpit.tui.widgets.palette import Palette, palette_of
 from cockpit.tui.widgets.pane import Pane, ViewContext
@@ -209,6 +210,8 @@ class Body(Static, can_focus=True):
 
 
 class _EnginePane(Pane):
+    READS = frozenset({Part.ENGINES, Part.LANES})  # without an engine, the lane's state shows
+
     def __init__(self, title: str, *, id: str) -> None:
         super().__init__(title, id=id)
         self._key: tuple[object, ...] = ()

@@ -8,6 +8,7 @@ from textual.message import Message
 from textual.widgets import DataTable
 
 from cockpit.tui.fit import end, fit_columns
+from cockpit.tui.state.parts import Part
 from cockpit.tui.state.views import FleetSnapshot, LaneView
 from cockpit.tui.widgets.palette import palette_of
 from cockpit.tui.widgets.pane import FittedPane
@@ -30,6 +31,7 @@ class LanesPane(FittedPane):
     """Its cursor row is the selected lane: every lane key (l, s, y, b, w) acts on it."""
 
     FIRST_FRAME = True
+    READS = frozenset({Part.LANES})
 
     class Selected(Message):
         def __init__(self, key: str) -> None:

@@ -11,6 +11,7 @@ from textual.binding import Binding, BindingType
 from textual.events import MouseScrollUp
 from textual.widgets import Input, Static
 
+from cockpit.tui.state.parts import Part
 from cockpit.tui.state.store import LOG_LINES, NCCL_LINES
 from cockpit.tui.state.views import FleetSnapshot, LogSource, RankNccl
 from cockpit.tui.widgets.palette import Palette, palette_of
@@ -55,6 +56,8 @@ class _TailPane(Pane):
 
 
 class NcclPane(_TailPane):
+    READS = frozenset({Part.NCCL})
+
     def __init__(self) -> None:
         super().__init__("NCCL", id="nccl")
         self._ranks: tuple[object, ...] = ()
@@ -81,6 +84,7 @@ class LogPane(_TailPane):
     """The selected node/rank's container log, with `/` search (hides other lines), levels, its
     access lines folded (`a` shows them), wrap (`W`) and times (`T`)."""
 
+    READS = frozenset({Part.LOGS})
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close_search", show=False, description="Close the search")
     ]

@@ -15,6 +15,7 @@ from cockpit.redact import shown
 from cockpit.telemetry.host import HostLoad, fmt_bytes
 from cockpit.tui.render import num, sparkline
 from cockpit.tui.state.inputs import RankOnNode
+from cockpit.tui.state.parts import Part
 from cockpit.tui.state.views import FleetSnapshot, NodeHealth, NodeView, fmt_duration
 from cockpit.tui.widgets.palette import Palette, palette_of
 from cockpit.tui.widgets.pane import FittedPane
@@ -136,6 +137,7 @@ def _net(host: HostLoad | None) -> str:
 
 class NodesPane(FittedPane):
     FIRST_FRAME = True
+    READS = frozenset({Part.NODES})
 
     class Chosen(Message):
         """Enter on a node: show its log."""

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable
 
+from cockpit.tui.state.parts import ALL, Part
 from cockpit.tui.state.views import FleetSnapshot, LogSource
+
+if TYPE_CHECKING:
+    from cockpit.tui.app import CockpitApp
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,9 @@ class Pane(Vertical):
     FIRST_FRAME = False
     """Needed by the first useful frame (Lanes, Nodes). The other panes show their borders at
     start and lay out their content once that frame is painted (`MainScreen` -starting)."""
+    READS: ClassVar[frozenset[Part]] = ALL
+    """The parts of a snapshot `show` reads: the pane repaints when one of them changed (and
+    when the selection, its size or the theme did)."""
     DEFAULT_CSS = """
     Pane {
         border: round $panel-lighten-2;
@@ -51,6 +59,16 @@ class Pane(Vertical):
 
     def on_resize(self) -> None:
         self.post_message(self.Resized())
+
+    @property
+    def cockpit(self) -> CockpitApp:
+        """The app, typed: a pane lives only in the cockpit's app."""
+        return cast("CockpitApp", self.app)
+
+    @property
+    def readonly(self) -> bool:
+        """A read-only session (`--readonly`): a pane's hints name no key that changes a node."""
+        return self.cockpit.readonly
 
     def __init__(self, title: str, *, id: str) -> None:
         super().__init__(id=id, classes="" if self.FIRST_FRAME else "-later")
