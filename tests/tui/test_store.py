@@ -522,3 +522,26 @@ def test_a_backlog_is_timed_from_when_waiting_first_exceeded_running() -> None:
     caught_up = EngineMetrics(at=42.0, requests_running=4, requests_waiting=4)
     store.apply(EngineSampled(scene.LANE, scene.CLUSTER, caught_up))
     assert store.snapshot(scene.T0).engines[SERVING].backlog_s is None
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12590, "
+        "OpType=_ALLGATHER_BASE, NumelIn=1404928, NumelOut=2809856, Timeout(ms)=600000) ran for "
+        "600060 milliseconds before timing out.",
+        "[rank1]:[E1003 18:20:05.512218437 ProcessGroupNCCL.cpp:685] [Rank 1] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=12590, OpType=ALLREDUCE, NumelIn=1, "
+        "NumelOut=1, Timeout(ms)=600000) ran for 600060 milliseconds before timing out.",
+    ],
+    ids=["torch", "c10"],
+)
+def test_a_collective_timeout_reaches_the_nccl_pane(line: str) -> None:
+    """torch's watchdog lines hold no "NCCL " (`WorkNCCL(`, `ProcessGroupNCCL.cpp`): the store
+    passed only lines holding it to the tracker, so a live lane's timeout never showed."""
+    store = fleet_store(qwen_ranks())
+    init = "dgx2:20:20 [0] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev 0 busId 1 - Init COMPLETE"
+    store.apply(RankLines("dgx2", QWEN, DAC, 1, (init, line), fresh=True))
+    (rank,) = store.snapshot(scene.T0).nccl_ranks[QWEN_KEY]
+    assert rank.transport.timeout is not None and rank.transport.timeout.seq == 12590
+    assert "collective timed out" in (rank.transport.problem or "")

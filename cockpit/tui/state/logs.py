@@ -18,6 +18,9 @@ from cockpit.tui.state.views import LogEntry
 LOG_LINES = 5000  # per rank
 NCCL_LINES = 2000  # merged, per lane
 NCCL_SEEN = 512
+NCCL_MARKS = ("NCCL ", "WorkNCCL(", "ProcessGroupNCCL")
+"""What an NCCL line holds: NCCL's own (`host:pid:tid [dev] NCCL INFO`), and torch's watchdog
+(`Watchdog caught collective operation timeout: WorkNCCL(...)`, c10's `ProcessGroupNCCL.cpp`)."""
 BOOT_DONE = (BootPhase.READY,)  # after a failure, a more decisive line may still come
 
 
@@ -69,7 +72,7 @@ def append_lines(
         level = severity(text)
         access = level is None and routine_access(text)
         entry = LogEntry(seq, item.node, item.rank, shown(text), level, ts, access)
-        if "NCCL " in text:
+        if "NCCL" in text and any(mark in text for mark in NCCL_MARKS):  # most lines: one test
             saw_nccl = True
             nccl.tail.append(entry)
             if level is not None or text not in seen:  # a repeated INFO line adds nothing
