@@ -102,7 +102,7 @@ def run_tui(
 def tui(ctx: click.Context, readonly: bool, reports: Path) -> None:
     """The interactive cockpit: live fleet panes, lane keys, bench tail (`?` lists the keys)."""
     obj = ctx.obj or {}  # `cockpit demo` puts its fleet's inventory and its opening act here
-    inventory = load_inventory(obj.get("inventory"))
+    inventory = load_inventory(obj.get("inventory"), partial=True)  # the app says what is out
     run_tui(
         inventory,
         readonly=readonly,

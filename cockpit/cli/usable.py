@@ -14,7 +14,6 @@ from pathlib import Path
 import click
 
 from cockpit.config import Inventory, load_inventory
-from cockpit.config.clusters import Breakage
 
 
 def usable_inventory(root: Path | None, target: str | None = None) -> Inventory:
@@ -23,9 +22,5 @@ def usable_inventory(root: Path | None, target: str | None = None) -> Inventory:
     inventory = load_inventory(root, partial=True)
     for breakage in inventory.broken:
         if target is None or target not in breakage.clusters:
-            click.echo(f"warning: {left_out(breakage)}", err=True)
+            click.echo(f"warning: {breakage.left_out()}", err=True)
     return inventory
-
-
-def left_out(breakage: Breakage) -> str:
-    return f"{breakage}; left out, the rest of the fleet is usable"

@@ -44,6 +44,10 @@ class Breakage:
             who = f"clusters {', '.join(self.clusters)}"
         return f"{who}: broken: {self.problem}"
 
+    def left_out(self) -> str:
+        """What a command that loaded the inventory partially says of it (`cli.usable`)."""
+        return f"{self}; left out, the rest of the fleet is usable"
+
 
 @dataclass(frozen=True)
 class ClustersLoad:

@@ -110,6 +110,8 @@ class CockpitApp(App[None]):
                 severity="warning",
                 timeout=10,
             )
+        for breakage in self.store.inventory.broken:  # loaded partially (`cli.usable`)
+            self.notify(breakage.left_out(), severity="warning", timeout=20)
         for feed in self.feeds:
             self.run_worker(self._pump(feed), name=feed.name, group="feeds", exit_on_error=False)
 

@@ -188,7 +188,7 @@ def report_baselines(
     bench measures (the Bench pane's baseline)."""
     out: dict[str, dict[tuple[int, int], float]] = {}
     for recipe in inventory.recipes.values():
-        for cluster in recipe.lane.clusters:  # the first of its clusters with a report gives it
+        for cluster in inventory.clusters_of(recipe):  # the first with a report gives it
             plan = plan_lane(inventory, recipe, inventory.cluster(cluster))
             path = artifacts.baseline_for(reports_dir, bench_likeness(plan))
             if path is not None:

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
+from pathlib import Path
 
-from textual.widgets import Button, Static
+from textual.widgets import Button, DataTable, Static
 from textual.widgets._footer import FooterKey
 
+from cockpit.config import load_inventory
+from cockpit.config.inventory import PROJECT_RECIPES
 from cockpit.errors import EXIT_REFUSED
 from cockpit.events import Finished, Notice, OpEvent, Severity
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.operations import Fix, LaneTarget, fix_for
 from cockpit.tui.screens.confirm import ConfirmScreen
+from cockpit.tui.settings import TuiSettings
+from cockpit.tui.widgets.lanes import LanesPane
 from tests.tui import scene
 from tests.tui.scripted_ops import ScriptedOperations
 from tests.tui.test_keys import select_lane
@@ -85,3 +91,29 @@ async def test_a_launch_of_a_serving_lane_is_confirmed_only_with_a_warning(
         assert isinstance(app.screen, ConfirmScreen)
         assert not app.screen.query("#dialog-warning")
         assert str(app.screen.query_one("#yes", Button).label) == "Run it (y)"
+
+
+async def test_a_broken_cluster_is_said_and_its_lanes_left_out(tmp_path: Path) -> None:
+    """Issue 15: one typo in clusters.toml refused the whole TUI; now the broken cluster is said
+    in a notice and at the Lanes pane's foot, and the other lanes are there to use."""
+    inv = tmp_path / "inv"
+    shutil.copytree(PROJECT_RECIPES, inv)
+    clusters = inv / "clusters.toml"
+    clusters.write_text(
+        clusters.read_text().replace('fabric = "direct-pair"', 'fabirc = "direct-pair"', 1)
+    )
+    inventory = load_inventory(inv, partial=True)
+    settings = TuiSettings(tmp_path / "tui.toml", None, {})
+    app = CockpitApp(inventory, settings=settings, clock=lambda: scene.T0, fleet_label="broken")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause(0.3)
+        notices = [n.message for n in app._notifications]  # type: ignore[attr-defined]
+        assert any(
+            m.startswith("cluster 2nodes-dac: broken: ") and "fabirc" in m and "left out" in m
+            for m in notices
+        ), notices
+        lanes = app.screen.query_one(LanesPane)
+        assert lanes.border_subtitle == "BROKEN, left out: 2nodes-dac (cockpit validate)"
+        keys = [str(k.value) for k in lanes.query_one(DataTable).rows]
+        assert keys and not any(k.endswith("@2nodes-dac") for k in keys)
+        assert any(k.endswith("@dgx56-switch") for k in keys)

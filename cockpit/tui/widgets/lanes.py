@@ -7,6 +7,7 @@ from textual.app import ComposeResult
 from textual.message import Message
 from textual.widgets import DataTable
 
+from cockpit.config.clusters import Breakage
 from cockpit.tui.fit import end, fit_columns
 from cockpit.tui.state.parts import Part
 from cockpit.tui.state.views import FleetSnapshot, LaneView
@@ -25,6 +26,14 @@ def orphans_line(lanes: tuple[LaneView, ...]) -> str:
     row says which lane; lane keys would not fit beside the command at 160 columns)."""
     fixes = ", ".join(dict.fromkeys(lane.stop_fix for lane in lanes if lane.orphaned))
     return f"ORPHANED: s on its row stops it ({fixes})" if fixes else ""
+
+
+def broken_line(broken: tuple[Breakage, ...]) -> str:
+    """The pane's foot while the inventory has broken clusters: their lanes are not listed (the
+    start-up notice says why; `cockpit validate` lists every mistake)."""
+    names = sorted({c for b in broken for c in b.clusters})
+    names += sorted(f"node {b.node}" for b in broken if b.node and not b.clusters)
+    return f"BROKEN, left out: {', '.join(names)} (cockpit validate)" if names else ""
 
 
 class LanesPane(FittedPane):
@@ -106,7 +115,8 @@ class LanesPane(FittedPane):
             table.add_row(*cells, key=key)
         if table.row_count:
             table.move_cursor(row=min(cursor, table.row_count - 1), animate=False)
-        self.retitle(subtitle=orphans_line(snap.lanes))
+        broken = broken_line(self.cockpit.store.inventory.broken)
+        self.retitle(subtitle=orphans_line(snap.lanes) or broken)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
