@@ -68,14 +68,18 @@ def _answered(app: CockpitApp, main: object, before: tuple[object, ...]) -> bool
     )
 
 
+@pytest.mark.parametrize("size", [(80, 24), (200, 60)], ids=["80x24", "200x60"])
 async def test_every_palette_entry_answers(
-    make_app: Callable[..., CockpitApp], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    make_app: Callable[..., CockpitApp],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    size: tuple[int, int],
 ) -> None:
     """The palette's entries, run as the palette runs them (its callback), each answer visibly
-    at 80×24, as their keys do; Textual's own entries (quit aside) too."""
+    at both sizes, as their keys do; Textual's own entries (quit aside) too."""
     monkeypatch.chdir(tmp_path)
     app = make_app(operations=ScriptedOperations())
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=size) as pilot:
         await pilot.pause(0.3)
         main = app.screen
         commands = [c for c in app.get_system_commands(main) if c.title != "Quit"]
