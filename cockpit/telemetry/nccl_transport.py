@@ -108,6 +108,15 @@ def _apply(summary: RankTransport, event: NcclEvent) -> RankTransport:
     return summary
 
 
+NCCL_MARKS = ("NCCL ", "WorkNCCL(", "ProcessGroupNCCL")
+
+
+def is_nccl_line(text: str) -> bool:
+    """A line the tracker reads: NCCL's own (`host:pid:tid [dev] NCCL INFO …`) and torch's
+    watchdog (`… timeout: WorkNCCL(…)`, c10's `ProcessGroupNCCL.cpp`), which hold no "NCCL "."""
+    return "NCCL" in text and any(mark in text for mark in NCCL_MARKS)  # most lines: one test
+
+
 class TransportTracker:
     """Incremental per-process summary for a stream of (possibly merged) NCCL lines.
 

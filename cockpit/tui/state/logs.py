@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from cockpit.redact import shown
 from cockpit.telemetry.boot import BootPhase, BootState, advance
 from cockpit.telemetry.docker_out import split_time
-from cockpit.telemetry.nccl_transport import TransportTracker
+from cockpit.telemetry.nccl_transport import TransportTracker, is_nccl_line
 from cockpit.telemetry.severity import severity
 from cockpit.telemetry.vllm_log import routine_access
 from cockpit.tui.state.inputs import RankLines
@@ -18,9 +18,6 @@ from cockpit.tui.state.views import LogEntry
 LOG_LINES = 5000  # per rank
 NCCL_LINES = 2000  # merged, per lane
 NCCL_SEEN = 512
-NCCL_MARKS = ("NCCL ", "WorkNCCL(", "ProcessGroupNCCL")
-"""What an NCCL line holds: NCCL's own (`host:pid:tid [dev] NCCL INFO`), and torch's watchdog
-(`Watchdog caught collective operation timeout: WorkNCCL(...)`, c10's `ProcessGroupNCCL.cpp`)."""
 BOOT_DONE = (BootPhase.READY,)  # after a failure, a more decisive line may still come
 
 
@@ -72,7 +69,7 @@ def append_lines(
         level = severity(text)
         access = level is None and routine_access(text)
         entry = LogEntry(seq, item.node, item.rank, shown(text), level, ts, access)
-        if "NCCL" in text and any(mark in text for mark in NCCL_MARKS):  # most lines: one test
+        if is_nccl_line(text):
             saw_nccl = True
             nccl.tail.append(entry)
             if level is not None or text not in seen:  # a repeated INFO line adds nothing
