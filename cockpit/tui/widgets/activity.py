@@ -105,14 +105,12 @@ def bench_table(
         return Text(f"no bench yet: {hint}", style=colours.muted)
     rows = last_sweep(points)
     wanted = shown_concurrency(rows)
-    for n in range(len(wanted), len(ALWAYS_SHOWN), -1):
-        table = _depth_table(points, rows, wanted[:n], colours)
-        if fit is None or _width(fit[0], table) <= fit[1]:
-            break
-    else:
-        n = len(ALWAYS_SHOWN)
-        table = _depth_table(points, rows, wanted[:n], colours)
-    left = wanted[n:]
+    shown = wanted
+    table = _depth_table(points, rows, shown, colours)
+    while fit is not None and len(shown) > len(ALWAYS_SHOWN) and _width(fit[0], table) > fit[1]:
+        shown = shown[:-1]
+        table = _depth_table(points, rows, shown, colours)
+    left = wanted[len(shown) :]
     if left:
         names = ", ".join(f"c{c}" for c in left)
         table.caption = f"{names}: no room (m, or the report)"
