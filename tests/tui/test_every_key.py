@@ -35,16 +35,10 @@ async def test_every_key_answers_and_escape_gives_the_keys_back(
         for binding in MAIN_BINDINGS:
             if binding.id in QUIET:
                 continue
-            before = (app.export_screenshot(), app.focused, len(app._notifications))
+            before = _before(app)
             await pilot.press(binding.key)
             await pilot.pause(0.2)
-            answered = (
-                app.screen is not main
-                or app.focused is not before[1]
-                or len(app._notifications) != before[2]
-                or app.export_screenshot() != before[0]
-            )
-            if not answered:
+            if not _answered(app, main, before):
                 silent.append(binding.key)
             while app.screen is not main:
                 await pilot.press("escape")
@@ -55,6 +49,11 @@ async def test_every_key_answers_and_escape_gives_the_keys_back(
                 assert app.focused is not None and app.focused.id == "log-tail"
             app.clear_notifications()
         assert not silent, f"keys with no visible answer at {size}: {silent}"
+
+
+def _before(app: CockpitApp) -> tuple[object, ...]:
+    """What a key or an entry may change: the screen's picture, the focus, the notices, the theme."""
+    return (app.export_screenshot(), app.focused, len(app._notifications), app.theme)
 
 
 def _answered(app: CockpitApp, main: object, before: tuple[object, ...]) -> bool:
@@ -86,7 +85,7 @@ async def test_every_palette_entry_answers(
         assert len(commands) >= len(MAIN_BINDINGS) - len(QUIET) - 1
         silent = []
         for command in commands:
-            before = (app.export_screenshot(), app.focused, len(app._notifications), app.theme)
+            before = _before(app)
             result = command.callback()
             if hasattr(result, "__await__"):
                 await result
