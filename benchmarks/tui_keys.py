@@ -23,8 +23,9 @@ Scenes, each on a fresh simulated fleet (asyncssh endpoints, resident tool servi
 Key→frame, for two keys that redraw the whole screen: `?` (the help over the panes; `?` again
 closes it: not Escape, which a terminal app must wait on to tell it from the start of an escape
 sequence) and `m` (maximise the focused pane, then restore it: the whole layout changes), sent
-with `tmux send-keys`; the latency is until `tmux capture-pane` shows the change (polled every
-~10 ms, so figures are upper bounds by that much). Presses are 250-450 ms apart, at random phases
+with `send-keys` through a tmux control-mode client; the latency is until the app's write that
+`capture-pane` then shows the change in (tmux's `%output` notification of it: the screen is
+captured after each write, through the same client, with no process spawned per look). Presses are 250-450 ms apart, at random phases
 of the panes' own refreshes. CPU a press: the app's CPU time over its presses less its rate over
 5 s with no key just before, in the same load. Idle CPU: the TUI process's own CPU time over
 `--idle-s` seconds with no key pressed, as % of one core. RSS: VmRSS of the TUI process.
@@ -41,6 +42,7 @@ import argparse
 import compileall
 import json
 import os
+import queue
 import random
 import shlex
 import signal
@@ -85,28 +87,73 @@ def cockpit(inventory: Path, *args: str, timeout: float = 900.0) -> float:
 
 
 class Terminal:
-    """A tmux window on a private server, running one command."""
+    """A tmux window on a private server, running one command, driven and watched through one
+    control-mode client (`tmux -C`): keys and screen captures go down its pipe (no process per
+    poll: spawning `tmux capture-pane` every 10 ms cost this harness ~3 ms of CPU each, a load on
+    the cores it measures), and tmux's `%output` notifications say when the app wrote to the
+    terminal, so the screen is captured only after the app wrote something."""
 
     def __init__(self, command: list[str], name: str = "tui") -> None:
         self.socket = f"cockpit-bench-{os.getpid()}-{name}"
         cols, rows = SIZE
         shell = "exec " + shlex.join(command)
-        self._tmux("new-session", "-d", "-s", "tui", "-x", str(cols), "-y", str(rows), shell)
-        self.pid = int(self._tmux("display-message", "-p", "-t", "tui", "#{pane_pid}").strip())
+        subprocess.run(
+            ["tmux", "-L", self.socket, "new-session", "-d", "-s", "tui", "-x", str(cols), "-y",
+             str(rows), shell],
+            check=True,
+        )  # fmt: skip
+        self._control = subprocess.Popen(
+            ["tmux", "-L", self.socket, "-C", "attach", "-t", "tui"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        self._replies: queue.Queue[tuple[bool, list[str]]] = queue.Queue()
+        self._lock = threading.Lock()
+        self._wrote = threading.Condition()
+        self.writes = 0  # `%output` notifications so far
+        self.last_write = 0.0  # perf_counter() of the latest
+        threading.Thread(target=self._read, daemon=True).start()
+        self.pid = int(self._command("display-message -p -t tui '#{pane_pid}'")[0])
 
-    def _tmux(self, *args: str) -> str:
-        return subprocess.run(
-            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=True
-        ).stdout
+    def _read(self) -> None:
+        """Command replies (`%begin` … `%end`/`%error` of our own commands) to the queue; each
+        `%output` counted and timed."""
+        assert self._control.stdout is not None
+        reply: list[str] | None = None
+        for raw in self._control.stdout:
+            if raw.startswith(b"%output "):
+                with self._wrote:
+                    self.writes += 1
+                    self.last_write = time.perf_counter()
+                    self._wrote.notify_all()
+            elif raw.startswith(b"%begin ") and raw.rstrip().endswith(b" 1"):
+                reply = []
+            elif reply is not None and raw.startswith((b"%end ", b"%error ")):
+                self._replies.put((raw.startswith(b"%end "), reply))
+                reply = None
+            elif reply is not None:
+                reply.append(raw.decode(errors="replace").rstrip("\n"))
+
+    def _command(self, command: str) -> list[str]:
+        assert self._control.stdin is not None
+        with self._lock:
+            self._control.stdin.write(command.encode() + b"\n")
+            self._control.stdin.flush()
+            ok, lines = self._replies.get(timeout=30)
+        if not ok:
+            raise RuntimeError(f"tmux {command!r}: {' '.join(lines)}")
+        return lines
 
     def screen(self) -> str:
-        return self._tmux("capture-pane", "-p", "-t", "tui")
+        return "\n".join(self._command("capture-pane -p -t tui"))
 
     def press(self, key: str) -> None:
-        self._tmux("send-keys", "-t", "tui", key)
+        self._command(f"send-keys -t tui {shlex.quote(key)}")
 
     def close(self) -> None:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
+        self._control.wait(timeout=10)
         for _ in range(200):  # the TUI quits on SIGHUP (at worst its 5 s shutdown grace)
             if not Path(f"/proc/{self.pid}").exists():
                 return
@@ -120,13 +167,21 @@ class Terminal:
                 return int(line.split()[1]) / 1024
         raise RuntimeError("no VmRSS")
 
-    def wait_for(self, ready: Callable[[str], bool], timeout: float, poll: float = 0.01) -> float:
-        """Seconds until the screen satisfies `ready`."""
-        t0 = time.perf_counter()
+    def wait_for(self, ready: Callable[[str], bool], timeout: float, since: float | None = None,
+                 poll: float = 0.05) -> float:  # fmt: skip
+        """Seconds from `since` (default: now) until the app wrote what makes the screen satisfy
+        `ready`: the time of the app's latest write when the capture that showed it returned (an
+        upper bound by the writes of other content that came between). The screen is captured after each
+        write the app makes (at most every `poll` s when it makes none)."""
+        t0 = time.perf_counter() if since is None else since
         while time.perf_counter() - t0 < timeout:
+            with self._wrote:
+                seen = self.writes
             if ready(self.screen()):
-                return time.perf_counter() - t0
-            time.sleep(poll)
+                with self._wrote:  # read after the capture: the write that showed it is older
+                    return max(self.last_write - t0, 0.0)
+            with self._wrote:
+                self._wrote.wait_for(lambda: self.writes != seen, timeout=poll)
         raise TimeoutError(f"screen not ready after {timeout} s:\n{self.screen()}")
 
 
@@ -165,8 +220,8 @@ def key_latencies(
         changed = probe.shown(term.screen())
         t0 = time.perf_counter()
         term.press(probe.back if changed else probe.key)
-        term.wait_for(lambda s, was=changed: probe.shown(s) != was, timeout=10)
-        latencies.append((time.perf_counter() - t0) * 1000)
+        shown = term.wait_for(lambda s, was=changed: probe.shown(s) != was, timeout=10, since=t0)
+        latencies.append(shown * 1000)
         time.sleep(rng.uniform(0.25, 0.45))
     if probe.shown(term.screen()):
         term.press(probe.back)
