@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 
 import pytest
+from textual.widgets import DataTable
 
 from cockpit.events import Progress
 from cockpit.telemetry.metrics import EngineMetrics
@@ -266,3 +267,46 @@ def test_the_panes_name_what_they_read() -> None:
         ThroughputPane: {"engines", "lanes"},
         BenchPane: {"bench"},
     }
+
+
+async def test_new_figures_that_change_no_height_lay_nothing_out(
+    make_app: Callable[..., CockpitApp],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A layout is the whole screen's (~50 ms at 160×48, then every pane painted again): a
+    lane's next scrape (the KV and Engine bodies' figures on the same lines) and a node's sample
+    with a narrower figure (a GPU at 100 % idle again: the Nodes columns keep their width)
+    repaint their panes and lay nothing out. Each of them did, at every scrape and at every
+    sample that moved a column's widest cell."""
+    app = make_app()
+    monkeypatch.setattr(app.store, "next_change", lambda now: None)  # no age tick meanwhile
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(1.3)
+        screen = app.screen
+        assert isinstance(screen, MainScreen) and not screen.has_class("-starting")
+        scraped = next_scrape()  # the scene's lane's first rates after it: the body's height
+        app.post_message(message_for(scraped))
+        busy = sample("dgx8", at=scene.T0 + 1)
+        assert busy.gpu is not None
+        app.post_message(NodePolled(replace(busy, gpu=replace(busy.gpu, utilization_pct=100.0))))
+        await pilot.pause(0.3)  # the gpu column's widest cell now: "100%"
+        m = scraped.metrics
+        more = replace(m, at=m.at + 2, generation_tokens=(m.generation_tokens or 0) + 150)
+        layouts = 0
+        refresh_layout = screen._refresh_layout
+
+        def counting(*args: object, **kwargs: object) -> None:
+            nonlocal layouts
+            layouts += 1
+            refresh_layout(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(screen, "_refresh_layout", counting)
+        shows = shows_by_repaint(screen)
+        narrower = replace(busy, at=scene.T0 + 2, gpu=replace(busy.gpu, utilization_pct=5.0))
+        app.post_message(message_for(replace(scraped, metrics=more)))
+        app.post_message(NodePolled(narrower))
+        await pilot.pause(0.3)
+        assert {"kv", "throughput", "nodes"} <= {p for p, by in shows.items() if by}
+        table = screen.query_one(NodesPane).query_one(DataTable)
+        assert "5%" in str(table.get_row("dgx8"))
+        assert layouts == 0

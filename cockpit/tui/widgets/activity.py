@@ -8,7 +8,6 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.widgets import Static
 
 from cockpit.bench.models import depth_label
 from cockpit.tui.render import bar, num
@@ -18,6 +17,7 @@ from cockpit.tui.widgets.depth_plot import DepthPlot, depth_series, last_sweep, 
 from cockpit.tui.widgets.engine import Body
 from cockpit.tui.widgets.palette import Palette, palette_of
 from cockpit.tui.widgets.pane import Pane, ViewContext
+from cockpit.tui.widgets.steady import SteadyStatic
 
 FLAG_MARK = "⚑"
 ALWAYS_SHOWN = (1, 2)  # the default plan's tg columns; a sweep's others join them when they fit
@@ -212,7 +212,7 @@ class BenchPane(Pane):
     def compose(self) -> ComposeResult:
         yield Body(id="bench-body")
         yield DepthPlot()
-        yield Static(id="bench-flags")
+        yield SteadyStatic(id="bench-flags")
 
     def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
         narrow = self.screen.has_class("-narrow")  # stacked panes: the pane grows to fit
@@ -227,7 +227,7 @@ class BenchPane(Pane):
         flags = bench_flags(snap.bench, colours) if snap.bench else Text()
         self.query_one(Body).update(Group(table))
         self.retitle(bench_title(snap.bench))
-        self.query_one("#bench-flags", Static).update(flags)
+        self.query_one("#bench-flags", SteadyStatic).update(flags)
         used = sum(
             len(console.render_lines(r, console.options.update_width(width), pad=False))
             for r in (table, flags)

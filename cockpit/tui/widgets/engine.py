@@ -7,7 +7,6 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.widgets import Static
 
 from cockpit.telemetry.metrics import Quantiles
 from cockpit.tui.fit import lane_key
@@ -16,6 +15,7 @@ from cockpit.tui.state.parts import Part
 from cockpit.tui.state.views import EngineView, FleetSnapshot
 from cockpit.tui.widgets.palette import Palette, palette_of
 from cockpit.tui.widgets.pane import Pane, ViewContext
+from cockpit.tui.widgets.steady import SteadyStatic
 
 
 def engine_for(snap: FleetSnapshot, ctx: ViewContext) -> EngineView | None:
@@ -205,7 +205,7 @@ def _full_rows(eng: EngineView, colours: Palette) -> list[Table | Text]:
     return out
 
 
-class Body(Static, can_focus=True):
+class Body(SteadyStatic, can_focus=True):
     """A focusable text body, so Static panes join the tab order and can be maximised."""
 
 

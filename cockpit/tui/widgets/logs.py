@@ -9,13 +9,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.events import MouseScrollUp
-from textual.widgets import Input, Static
+from textual.widgets import Input
 
 from cockpit.tui.state.parts import Part
 from cockpit.tui.state.store import LOG_LINES, NCCL_LINES
 from cockpit.tui.state.views import FleetSnapshot, LogSource, RankNccl
 from cockpit.tui.widgets.palette import Palette, palette_of
 from cockpit.tui.widgets.pane import Pane, ViewContext
+from cockpit.tui.widgets.steady import SteadyStatic
 from cockpit.tui.widgets.tail import LEVELS, TailLog
 
 NCCL_MAX_LINES = NCCL_LINES  # a tail holds what the store keeps of its stream
@@ -63,7 +64,7 @@ class NcclPane(_TailPane):
         self._ranks: tuple[object, ...] = ()
 
     def compose(self) -> ComposeResult:
-        yield Static(id="nccl-ranks")
+        yield SteadyStatic(id="nccl-ranks")
         yield TailLog(max_lines=NCCL_MAX_LINES, tag_node=True, id="nccl-log")
 
     def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
@@ -75,7 +76,8 @@ class NcclPane(_TailPane):
         key = (lane, ranks, self.app.theme)
         if key != self._ranks:
             self._ranks = key
-            self.query_one("#nccl-ranks", Static).update(transport_lines(lane, ranks, colours))
+            ranks_view = self.query_one("#nccl-ranks", SteadyStatic)
+            ranks_view.update(transport_lines(lane, ranks, colours))
         self.tail().feed(lane, snap.nccl.get(lane, ()) if lane else (), colours)
         self.refresh_subtitle()
 

@@ -178,12 +178,15 @@ class NodesPane(FittedPane):
             return  # e.g. only the ages of live nodes moved: nothing visible changed
         if list(rows) == list(before):
             # the same nodes: only the cells that changed (one node's sample changes a few
-            # cells; rebuilding the table would measure and lay out every cell again)
+            # cells; rebuilding the table would measure and lay out every cell again). A column
+            # widens for a wider cell and keeps its width for a narrower one: a width that
+            # moved with each sample (97 % → 5 %) laid the whole screen out again each time.
             for name, row in rows.items():
                 cells = zip(self._columns, row.texts, before[name].cells, row.cells, strict=False)
                 for column, cell, was, now in cells:
                     if was != now:
-                        table.update_cell(name, column, cell, update_width=True)
+                        wider = cell.cell_len > table.columns[column].content_width
+                        table.update_cell(name, column, cell, update_width=wider)
         else:
             cursor = table.cursor_row
             table.clear()
