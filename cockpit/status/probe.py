@@ -69,6 +69,12 @@ class Pace:
     gpu_ms: int = 1000
     slow_s: float = 5.0  # meminfo, containers, compute apps
     images_every: int = 6  # slow cycles between two image inventories
+    stagger: bool = True
+    """The second slow cycle comes at a random point within `slow_s` of the first (never
+    later), so nodes whose probes started together (every node at the TUI's start) look at
+    different moments from then on: the cockpit gets their sections spread over the cycle, not
+    all of them in one burst every `slow_s` (and a simulated fleet, whose nodes share the
+    cockpit's cores, does not run every node's tools at once)."""
 
     @property
     def stale_after_s(self) -> float:
@@ -79,6 +85,15 @@ class Pace:
 def probe_script(pace: Pace) -> str:
     """The bash loop streamed by the poller (run under the stream supervisor)."""
     gpu = shlex.join([*GPU_QUERY, "-lms", str(pace.gpu_ms)])
+    slow_ms = max(round(pace.slow_s * 1000), 1)
+    stagger = (
+        f"\n  if (( n == 1 )); then  # the first wait ends at a random point of the cycle (Pace)"
+        f"\n    r=$(( (RANDOM << 15 | RANDOM) % {slow_ms} + 1 ))"
+        f"\n    printf -v wait '%d.%03d' $(( r / 1000 )) $(( r % 1000 ))"
+        f"\n  fi"
+        if pace.stagger
+        else ""
+    )
     return f"""\
 renice -n {PROBE_NICE} -p $$ >/dev/null 2>&1
 {{ echo {PROBE_NICE} >/proc/self/autogroup; }} 2>/dev/null
@@ -128,10 +143,11 @@ while :; do
   section host host
   if (( n % {max(pace.images_every, 1)} == 0 )); then section img images; fi
   n=$((n + 1))
-  if read -t {pace.slow_s:g} _; then  # a line on stdin: the cockpit asks for a new look now
+  wait={pace.slow_s:g}{stagger}
+  if read -t "$wait" _; then  # a line on stdin: the cockpit asks for a new look now
     while read -t 0 _ && read -r _; do :; done  # several asks, one look
   elif (( $? <= 128 )); then  # stdin at its end (run without the stream supervisor)
-    read -t {pace.slow_s:g} -u 3 _
+    read -t "$wait" -u 3 _
   fi
 done
 """

@@ -97,7 +97,8 @@ async def test_a_line_on_its_stdin_makes_the_probe_look_again_at_once(tmp_path: 
     operation that just started or removed containers sees the nodes' new list in a moment."""
     env = {**os.environ, "PATH": f"{_stub_bin(tmp_path)}:{os.environ['PATH']}"}
     proc = await asyncio.create_subprocess_exec(
-        "bash", "-c", supervised(probe_script(Pace(gpu_ms=100, slow_s=60, images_every=100))),
+        "bash", "-c",
+        supervised(probe_script(Pace(gpu_ms=100, slow_s=60, images_every=100, stagger=False))),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, start_new_session=True,
     )  # fmt: skip
     assert proc.stdout and proc.stdin
@@ -116,6 +117,41 @@ async def test_a_line_on_its_stdin_makes_the_probe_look_again_at_once(tmp_path: 
         proc.stdin.close()
         async with asyncio.timeout(5):
             await proc.wait()
+
+
+async def test_probes_started_together_look_at_different_moments_from_their_second_cycle(
+    tmp_path: Path,
+) -> None:
+    """Every node's probe starts with the TUI; the second look of each comes at a random point
+    within `slow_s` (never later: a fact is no older than before), and the cycles after it keep
+    that phase, so the nodes' sections reach the cockpit spread over the cycle."""
+    env = {**os.environ, "PATH": f"{_stub_bin(tmp_path)}:{os.environ['PATH']}"}
+    pace = Pace(gpu_ms=1000, slow_s=1.0, images_every=100)
+
+    async def looks(count: int) -> list[float]:
+        """The monotonic times of the first `count` container listings of one probe."""
+        proc = await asyncio.create_subprocess_exec(
+            "bash", "-c", supervised(probe_script(pace)),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, start_new_session=True,
+        )  # fmt: skip
+        assert proc.stdout and proc.stdin
+        seen: list[float] = []
+        try:
+            async with asyncio.timeout(10):
+                while len(seen) < count:
+                    if (await proc.stdout.readline()).startswith(b"ps."):
+                        seen.append(asyncio.get_running_loop().time())
+        finally:
+            proc.stdin.close()
+            async with asyncio.timeout(5):
+                await proc.wait()
+        return seen
+
+    probes = await asyncio.gather(*(looks(3) for _ in range(8)))
+    seconds = [second - first for first, second, _ in probes]
+    assert all(0 < s <= pace.slow_s + 0.3 for s in seconds), seconds
+    assert max(seconds) - min(seconds) > 0.1, seconds  # 8 uniform draws within 0.1 s: ~1e-6
+    assert all(third - second > 0.8 * pace.slow_s for _, second, third in probes)
 
 
 async def test_probe_lowers_its_priority_and_its_sessions(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from cockpit.status import FleetPoller, Pace
 from cockpit_sim.fleet import SimFleet
 from tests.ssh.test_fleet_backend import fleet_pool
 
-SLOW = Pace(gpu_ms=200, slow_s=60, images_every=100)  # no second look on its own in this test
+SLOW = Pace(gpu_ms=200, slow_s=60, images_every=100, stagger=False)  # no look on its own
 
 
 async def test_a_refresh_makes_the_node_list_its_containers_again_at_once(
