@@ -24,6 +24,7 @@ from cockpit.tui.messages import (
     OpProgress,
     message_for,
 )
+from cockpit.tui.screens.frames import HELD_EVERY_S
 from cockpit.tui.screens.main import MainScreen
 from cockpit.tui.state.inputs import (
     EngineSampled,
@@ -289,7 +290,7 @@ async def test_new_figures_that_change_no_height_lay_nothing_out(
         busy = sample("dgx8", at=scene.T0 + 1)
         assert busy.gpu is not None
         app.post_message(NodePolled(replace(busy, gpu=replace(busy.gpu, utilization_pct=100.0))))
-        await pilot.pause(0.3)  # the gpu column's widest cell now: "100%"
+        await pilot.pause(0.3 + HELD_EVERY_S)  # the gpu column's widest cell now: "100%"
         m = scraped.metrics
         more = replace(m, at=m.at + 2, generation_tokens=(m.generation_tokens or 0) + 150)
         layouts = 0
@@ -305,8 +306,45 @@ async def test_new_figures_that_change_no_height_lay_nothing_out(
         narrower = replace(busy, at=scene.T0 + 2, gpu=replace(busy.gpu, utilization_pct=5.0))
         app.post_message(message_for(replace(scraped, metrics=more)))
         app.post_message(NodePolled(narrower))
-        await pilot.pause(0.3)
+        await pilot.pause(0.3 + HELD_EVERY_S)  # the Nodes pane's repaint may be held that long
         assert {"kv", "throughput", "nodes"} <= {p for p, by in shows.items() if by}
         table = screen.query_one(NodesPane).query_one(DataTable)
         assert "5%" in str(table.get_row("dgx8"))
         assert layouts == 0
+
+
+async def test_the_nodes_pane_repaints_at_most_twice_a_second_and_loses_no_sample(
+    make_app: Callable[..., CockpitApp],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At 128 nodes a GPU line lands in nearly every frame: the Nodes pane repaints for the
+    store at most every HELD_EVERY_S, and then with the latest samples."""
+    app = make_app()
+    monkeypatch.setattr(app.store, "next_change", lambda now: None)  # no age tick meanwhile
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(1.3)
+        screen = app.screen
+        assert isinstance(screen, MainScreen) and not screen.has_class("-starting")
+        nodes = screen.query_one(NodesPane)
+        painted: list[float] = []
+        show = nodes.show
+
+        def timed(snap, ctx):  # type: ignore[no-untyped-def]
+            painted.append(time.monotonic())
+            show(snap, ctx)
+
+        monkeypatch.setattr(nodes, "show", timed)
+
+        async def repaints(count: int) -> None:
+            async with asyncio.timeout(10):
+                while len(painted) < count:
+                    await pilot.pause(0.02)
+
+        app.post_message(NodePolled(sample("dgx1", at=scene.T0 + 1)))
+        await repaints(1)  # the first change since a while: at the next frame
+        busy = sample("dgx8", at=scene.T0 + 2)
+        assert busy.gpu is not None
+        app.post_message(NodePolled(replace(busy, gpu=replace(busy.gpu, utilization_pct=3.0))))
+        await repaints(2)
+        assert painted[1] - painted[0] >= 0.95 * HELD_EVERY_S
+        assert "3%" in str(nodes.query_one(DataTable).get_row("dgx8"))

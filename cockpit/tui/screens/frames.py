@@ -6,7 +6,9 @@ The store says which parts each input changed (`Store.apply`, `Part`) and tells 
 operator's own changes (a selection, a resize, the past figures of `h`) `touch` parts here. The
 first change arms a one-shot frame timer (FRAME_S): whatever arrives before it fires is painted
 in the same repaint, so a flood of lines costs one repaint a frame and the logs are written in
-batches. The age tick is armed for the moment something shown moves by itself
+batches. The nodes' figures, which a big fleet changes many times a second (every node's GPU
+line, each second), repaint at most every HELD_EVERY_S (`HELD`); the operator's own changes are
+never held. The age tick is armed for the moment something shown moves by itself
 (`Store.next_change`: a node's age, a live node turning STALE, an engine gone quiet, an
 operation's elapsed time; the history's next sample when a recorder wants one) and repaints
 only the parts that hold such things (`TIMED`). A tick that finds the clock where the last repaint
@@ -16,6 +18,7 @@ second later, as the poll did (it repainted for the clock only once it had moved
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from textual.message_pump import MessagePump
@@ -25,6 +28,12 @@ from cockpit.tui.state.nodes import AGE_STEP_S
 from cockpit.tui.state.parts import ALL, TIMED, Part
 
 FRAME_S = 0.05  # the panes repaint at most 20 times a second, however fast facts arrive
+HELD = frozenset({Part.NODES})
+HELD_EVERY_S = 0.5
+"""The Nodes pane repaints at most twice a second for the store's changes: each node samples once
+a second, and at 128 nodes repainting it at every frame a sample landed in (up to 20 times a
+second, the 128 rows looked over each time) was most of the idle TUI's CPU and the frames a key
+waited behind."""
 
 
 class Frames:
@@ -43,6 +52,9 @@ class Frames:
         self._frame: Timer | None = None
         self._tick: Timer | None = None
         self._tick_at = 0.0  # the wall-clock time the armed tick is for
+        self._held: set[Part] = set()  # changed in the store, waiting for HELD_EVERY_S
+        self._held_at = 0.0  # time.monotonic() of the last repaint of the HELD parts
+        self._release: Timer | None = None
 
     def changed(self) -> None:
         """Something changed (the store's parts are taken from it at the repaint)."""
@@ -55,12 +67,28 @@ class Frames:
         self.changed()
 
     def take(self, store_dirty: frozenset[Part]) -> frozenset[Part]:
-        """What the repaint about to happen paints (the frame it was waiting for is not needed)."""
+        """What the repaint about to happen paints (the frame it was waiting for is not needed):
+        the HELD parts the store changed wait for their release when they were painted less
+        than HELD_EVERY_S ago."""
         if self._frame is not None:
             self._frame.stop()
             self._frame = None
+        now = time.monotonic()
+        held = (store_dirty & HELD) - self.dirty
+        if held and now - self._held_at < HELD_EVERY_S:
+            self._held |= held
+            store_dirty -= held
+            if self._release is None:
+                wait = self._held_at + HELD_EVERY_S - now
+                self._release = self._owner.set_timer(wait, self._released, name="held")
         parts = frozenset(self.dirty) | store_dirty
         self.dirty.clear()
+        if parts & HELD:
+            self._held_at = now
+            self._held.clear()
+            if self._release is not None:
+                self._release.stop()
+                self._release = None
         return parts
 
     def arm_tick(self, due: float | None, now: float) -> None:
@@ -78,6 +106,10 @@ class Frames:
             self._tick.stop()
         self._tick_at = due
         self._tick = self._owner.set_timer(max(due - now, FRAME_S), self._ticked, name="ages")
+
+    def _released(self) -> None:
+        self._release = None
+        self.touch(frozenset(self._held))
 
     def _frame_due(self) -> None:
         self._frame = None
