@@ -1,6 +1,7 @@
 """What the TUI costs while nothing happens, and while a lane streams: CPU per second, in-process.
 
     python benchmarks/tui_idle_cpu.py [--seconds 20] [--clock scene|wall] [--root DIR]
+    python benchmarks/tui_idle_cpu.py --write-results [--seconds 20]   # both clocks, to RESULTS
 
 Set up as `tui_press_cpu.py` is: the tests' recorded scene (8 nodes, a MiMo lane serving, a sync
 running, a bench table) at 160×48 under `App.run_test`, no fleet, no terminal. Idle: no input at
@@ -20,6 +21,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
+from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,6 +29,7 @@ if "--root" in sys.argv:
     ROOT = Path(sys.argv[sys.argv.index("--root") + 1]).resolve()
 sys.path[:0] = [str(ROOT), str(ROOT / "sim")]
 
+from benchmarks.results_md import write_section  # noqa: E402
 from cockpit.tui.app import CockpitApp  # noqa: E402
 from cockpit.tui.settings import TuiSettings  # noqa: E402
 from cockpit.tui.state.inputs import EngineSampled, NodeSampled, RankLines, StoreInput  # noqa: E402
@@ -108,9 +111,32 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--clock", choices=("scene", "wall"), default="scene")
     parser.add_argument("--root", help="the checkout to measure (default: this one)")
+    parser.add_argument(
+        "--write-results", action="store_true", help="both clocks, as a RESULTS.md section"
+    )
     args = parser.parse_args()
-    idle, busy = asyncio.run(measure(args.seconds, args.clock == "wall"))
-    print(f"{ROOT}: clock {args.clock}: idle {idle:.1f}, busy {busy:.1f} ms CPU a second")
+    if not args.write_results:
+        idle, busy = asyncio.run(measure(args.seconds, args.clock == "wall"))
+        print(f"{ROOT}: clock {args.clock}: idle {idle:.1f}, busy {busy:.1f} ms CPU a second")
+        return
+    figures = {
+        clock: asyncio.run(measure(args.seconds, clock == "wall")) for clock in ("scene", "wall")
+    }
+    text = "\n".join([
+        "## TUI: what it costs while nothing happens, and while a lane streams",
+        "",
+        f"`python benchmarks/tui_idle_cpu.py --write-results --seconds {args.seconds:g}` "
+        f"({date.today()}): the recorded scene at {SIZE[0]}×{SIZE[1]} in-process; *busy* is a "
+        "stub feed sending 40 log lines every 100 ms, a poll of the 8 nodes a second and a scrape "
+        "every 2 s; *scene* clock: frozen at the scene's time (nothing ages), *wall*: the real "
+        "clock (ages tick). ms of CPU a second:",
+        "",
+        "| clock | idle | busy |",
+        "|---|---:|---:|",
+        *(f"| {clock} | {idle:.1f} | {busy:.1f} |" for clock, (idle, busy) in figures.items()),
+    ])  # fmt: skip
+    print(text)
+    write_section("tui_idle_cpu", text)
 
 
 if __name__ == "__main__":

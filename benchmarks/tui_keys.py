@@ -25,10 +25,11 @@ closes it: not Escape, which a terminal app must wait on to tell it from the sta
 sequence) and `m` (maximise the focused pane, then restore it: the whole layout changes), sent
 with `send-keys` through a tmux control-mode client; the latency is until the app's write that
 `capture-pane` then shows the change in (tmux's `%output` notification of it: the screen is
-captured after each write, through the same client, with no process spawned per look). Presses are 250-450 ms apart, at random phases
-of the panes' own refreshes. CPU a press: the app's CPU time over its presses less its rate over
-5 s with no key just before, in the same load. Idle CPU: the TUI process's own CPU time over
-`--idle-s` seconds with no key pressed, as % of one core. RSS: VmRSS of the TUI process.
+captured after each write, through the same client, with no process spawned per look). Presses
+are 250-450 ms apart, at random phases of the panes' own refreshes. CPU a press: the app's CPU
+time over its presses less its rate over 5 s with no key just before, in the same load. Idle
+CPU: the TUI process's own CPU time over `--idle-s` seconds with no key pressed, as % of one
+core. RSS: VmRSS of the TUI process.
 
 `--soak-min M`: then M minutes at 8 nodes with the lane serving and benches back to back, RSS
 sampled every 30 s: printed at 10 minutes, and the spread (max − min over their mean) of the
@@ -171,8 +172,8 @@ class Terminal:
                  poll: float = 0.05) -> float:  # fmt: skip
         """Seconds from `since` (default: now) until the app wrote what makes the screen satisfy
         `ready`: the time of the app's latest write when the capture that showed it returned (an
-        upper bound by the writes of other content that came between). The screen is captured after each
-        write the app makes (at most every `poll` s when it makes none)."""
+        upper bound by the writes of other content that came between). The screen is captured
+        after each write the app makes (at most every `poll` s when it makes none)."""
         t0 = time.perf_counter() if since is None else since
         while time.perf_counter() - t0 < timeout:
             with self._wrote:
@@ -181,7 +182,7 @@ class Terminal:
                 with self._wrote:  # read after the capture: the write that showed it is older
                     return max(self.last_write - t0, 0.0)
             with self._wrote:
-                self._wrote.wait_for(lambda: self.writes != seen, timeout=poll)
+                self._wrote.wait_for(lambda seen=seen: self.writes != seen, timeout=poll)
         raise TimeoutError(f"screen not ready after {timeout} s:\n{self.screen()}")
 
 
@@ -269,6 +270,8 @@ class Scene:
     rss_mib: float | None = None
     bench_without_s: list[float] = field(default_factory=list)
     bench_with_s: list[float] = field(default_factory=list)
+    load_before: float = 0.0  # 1-min load average before its keys are measured
+    load_after: float | None = None  # and after
 
 
 def open_tui(fleet: SimFleet, reports: Path, nodes: int) -> Terminal:
@@ -304,7 +307,9 @@ def measure_floor(floor: Scene, presses: int, between: Callable[[], None] = lamb
     term = Terminal([sys.executable, str(FLOOR_APP)], name="floor")
     try:
         term.wait_for(lambda s: panes_shown(s) == len(PANE_TITLES), timeout=30)
+        floor.load_before = os.getloadavg()[0]
         floor.latencies, floor.press_cpu_ms = all_keys(term, presses, between)
+        floor.load_after = os.getloadavg()[0]
         floor.rss_mib = term.rss_mib()
     finally:
         term.close()
@@ -333,7 +338,9 @@ def serving_scenes(work: Path, presses: int, idle_s: float) -> list[Scene]:
             try:
                 benches.keep_going()
                 time.sleep(3)  # the bench past its model query and warm-up
+                scene.load_before = os.getloadavg()[0]
                 scene.latencies, scene.press_cpu_ms = all_keys(term, presses, benches.keep_going)
+                scene.load_after = os.getloadavg()[0]
                 scene.rss_mib = term.rss_mib()
                 term.close()
                 measure_floor(floor, presses, benches.keep_going)
@@ -353,7 +360,9 @@ def idle_scenes(work: Path, nodes: int, presses: int, idle_s: float) -> list[Sce
         term = open_tui(fleet, work / f"reports{nodes}", nodes)
         try:
             scene.idle_cpu = idle_cpu_pct(term, idle_s)
+            scene.load_before = os.getloadavg()[0]
             scene.latencies, scene.press_cpu_ms = all_keys(term, presses)
+            scene.load_after = os.getloadavg()[0]
             scene.rss_mib = term.rss_mib()
             measure_floor(floor, presses)  # in a terminal of its own, the cockpit still open
         finally:
@@ -456,9 +465,11 @@ def ratio(value: float | None) -> str:
 def report(scenes: list[Scene], soaked: list[tuple[float, float]], presses: int,
            idle_s: float, soak_min: float) -> str:  # fmt: skip
     base = scenes[0]
+    loads = ", ".join(f"{s.load_before:.2f} → {s.load_after:.2f}" for s in scenes if s.load_after)
     rows = [
         f"`python benchmarks/tui_keys.py --presses {presses} --idle-s {idle_s:g} "
-        f"--soak-min {soak_min:g}` ({date.today()})",
+        f"--soak-min {soak_min:g}` ({date.today()}; 1-min load average at the start and the "
+        f"end of each scene: {loads})",
         "",
         f"`cockpit tui` in tmux at {SIZE[0]}×{SIZE[1]} on a simulated fleet, this machine's "
         f"{os.cpu_count()} cores shared by the fleet, the TUI, tmux and the probe of the screen. "
