@@ -279,7 +279,7 @@ class MainScreen(LaneOps, LogKeys, Screen[None]):
         elif self.focused is not None:
             pane = next((w for w in self.focused.ancestors_with_self if isinstance(w, Pane)), None)
             if pane is not None:
-                pane.maximising()
+                pane.maximising(self.snap, self.ctx)
             self.maximize(self.focused)
         self.repaint_soon()
 

@@ -77,8 +77,9 @@ class Pane(Vertical):
     def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
         raise NotImplementedError
 
-    def maximising(self) -> None:
-        """About to be maximised: a pane whose content is laid out for its width keeps that."""
+    def maximising(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
+        """About to be maximised: lay the content out for the whole screen now (as `restoring`
+        does for the layout)."""
 
     def restoring(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
         """About to be restored: lay the content out for the size it gets back now, so that
@@ -93,8 +94,9 @@ class Pane(Vertical):
 
 
 class FittedPane(Pane):
-    """A pane whose table is laid out for its width: maximised, it remembers the width it had
-    in the layout and refits to it before the restore (one layout a press, not two)."""
+    """A pane whose table is laid out for its width: it refits to the whole screen's width
+    before it is maximised, and remembers the width it had in the layout to refit to it before
+    the restore (one layout a press, not two)."""
 
     def __init__(self, title: str, *, id: str) -> None:
         super().__init__(title, id=id)
@@ -106,8 +108,14 @@ class FittedPane(Pane):
     def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
         self.fill(snap, self._table_width())
 
-    def maximising(self) -> None:
+    def maximising(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
         self._normal_width = self._table_width()
+        table = self.query_one(DataTable)
+        screen = self.screen.size
+        width = screen.width - self.styles.gutter.width - table.styles.gutter.width
+        if table.row_count + 1 > screen.height - self.styles.gutter.height:
+            width -= table.styles.scrollbar_size_vertical  # more rows than the screen holds
+        self.fill(snap, width)  # an estimate: the pane's resize refits to the real width
 
     def restoring(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
         self.fill(snap, self._normal_width)
