@@ -17,6 +17,7 @@ from cockpit.tui.screens.main import MainScreen
 from cockpit.tui.widgets.lanes import LanesPane
 from cockpit.tui.widgets.nodes import COLUMNS, NodesPane
 from cockpit.tui.widgets.pane_bar import PaneBar
+from tests.tui.calls import count_calls
 
 
 @pytest.mark.parametrize("width", [120, 160])
@@ -127,26 +128,10 @@ async def test_maximising_the_lanes_pane_fits_its_columns_before_its_layout(
         screen.action_maximise()
         fitted = [c.width for c in table.ordered_columns]
         assert fitted != normal  # before any layout
-        fills = 0
-        fill = LanesPane.fill
-
-        def counting(pane: LanesPane, *args: object) -> None:
-            nonlocal fills
-            fills += 1
-            fill(pane, *args)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(LanesPane, "fill", counting)
-        rebuilt = table.clear
-        cleared = 0
-
-        def counting_clear(*args: object, **kwargs: object) -> DataTable:  # type: ignore[type-arg]
-            nonlocal cleared
-            cleared += 1
-            return rebuilt(*args, **kwargs)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(table, "clear", counting_clear)
+        fills = count_calls(monkeypatch, LanesPane, "fill")
+        cleared = count_calls(monkeypatch, table, "clear")
         await pilot.pause(0.3)
-        assert fills and not cleared  # shown again at its new size: nothing to refit
+        assert fills.count and not cleared.count  # shown again at its new size: nothing to refit
         assert [c.width for c in table.ordered_columns] == fitted
         assert table.region.width >= 150
 
@@ -167,22 +152,14 @@ async def test_restoring_the_lanes_pane_fits_its_columns_first_so_it_costs_one_l
         await pilot.press("m")
         await pilot.pause(0.3)
         assert [c.width for c in table.ordered_columns] != normal  # fitted to the whole width
-        layouts = 0
-        refresh_layout = Screen._refresh_layout
-
-        def counting(screen: Screen, *args: object, **kwargs: object) -> None:
-            nonlocal layouts
-            layouts += 1
-            refresh_layout(screen, *args, **kwargs)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(Screen, "_refresh_layout", counting)
+        layouts = count_calls(monkeypatch, Screen, "_refresh_layout")
         screen = app.screen
         assert isinstance(screen, MainScreen)
         screen.action_maximise()
         assert [c.width for c in table.ordered_columns] == normal  # before any layout
         await pilot.pause(0.3)
         assert [c.width for c in table.ordered_columns] == normal
-        assert layouts <= 2  # the restore, and at most one for what the other panes show
+        assert layouts.count <= 2  # the restore, and at most one for what the other panes show
 
 
 async def test_the_host_columns_show_whole_when_the_nodes_pane_has_room(

@@ -43,6 +43,7 @@ from cockpit.tui.widgets.logs import LogPane, NcclPane
 from cockpit.tui.widgets.nodes import NodesPane
 from cockpit.tui.widgets.pane import Pane
 from tests.tui import scene
+from tests.tui.calls import count_calls
 
 SIZE = (160, 48)
 SYNC_PROGRESS = Progress(op="sync", lane="qwen3-0.6b-2x", cluster="2nodes-dac", ts=scene.T0,
@@ -293,15 +294,7 @@ async def test_new_figures_that_change_no_height_lay_nothing_out(
         await pilot.pause(0.3 + HELD_EVERY_S)  # the gpu column's widest cell now: "100%"
         m = scraped.metrics
         more = replace(m, at=m.at + 2, generation_tokens=(m.generation_tokens or 0) + 150)
-        layouts = 0
-        refresh_layout = screen._refresh_layout
-
-        def counting(*args: object, **kwargs: object) -> None:
-            nonlocal layouts
-            layouts += 1
-            refresh_layout(*args, **kwargs)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(screen, "_refresh_layout", counting)
+        layouts = count_calls(monkeypatch, screen, "_refresh_layout")
         shows = shows_by_repaint(screen)
         narrower = replace(busy, at=scene.T0 + 2, gpu=replace(busy.gpu, utilization_pct=5.0))
         app.post_message(message_for(replace(scraped, metrics=more)))
@@ -310,7 +303,7 @@ async def test_new_figures_that_change_no_height_lay_nothing_out(
         assert {"kv", "throughput", "nodes"} <= {p for p, by in shows.items() if by}
         table = screen.query_one(NodesPane).query_one(DataTable)
         assert "5%" in str(table.get_row("dgx8"))
-        assert layouts == 0
+        assert layouts.count == 0
 
 
 async def test_the_nodes_pane_repaints_at_most_twice_a_second_and_loses_no_sample(
