@@ -31,9 +31,10 @@ FRAME_S = 0.05  # the panes repaint at most 20 times a second, however fast fact
 HELD = frozenset({Part.NODES})
 HELD_EVERY_S = 0.5
 """The Nodes pane repaints at most twice a second for the store's changes: each node samples once
-a second, and at 128 nodes repainting it at every frame a sample landed in (up to 20 times a
-second, the 128 rows looked over each time) was most of the idle TUI's CPU and the frames a key
-waited behind."""
+a second, and at 128 nodes a sample lands in nearly every frame, each repaint looking over the
+128 rows (`NodesPane.fill` was ~10 % of the TUI's samples in py-spy while keys were pressed). The
+128-node TUI's idle CPU did not fall with it (RESULTS `tui_keys`); the recorded scene's idle with
+the wall clock did (`tui_idle_cpu`: 27-30 → 19.6 ms a second)."""
 
 
 class Frames:
