@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
+from textual.screen import Screen
 
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.keymap import TAIL_BINDINGS
@@ -16,8 +17,10 @@ from cockpit.tui.screens.main import MainScreen
 from cockpit.tui.state import RankLines
 from cockpit.tui.state.views import LogEntry, LogSource
 from cockpit.tui.widgets.logs import LogPane
+from cockpit.tui.widgets.nodes import NodesPane
 from cockpit.tui.widgets.tail import TailLog, clock, keep, wrap
 from tests.tui import scene
+from tests.tui.calls import count_calls
 
 SIZE = (160, 48)
 HEAD = LogSource(f"{scene.LANE}@{scene.CLUSTER}", "dgx5", 0)
@@ -268,3 +271,28 @@ async def test_a_following_log_keeps_its_end_in_view_as_a_boot_streams_in(
         assert tail.following and tail.max_scroll_y > 0
         assert tail.is_vertical_scroll_end, (tail.scroll_y, tail.max_scroll_y)
         assert tail.lines[-1] == STATS
+
+
+async def test_a_streaming_log_lays_nothing_out(
+    make_app: Callable[..., CockpitApp], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each batch of lines grew the tail's virtual size, and Textual lays the whole screen out
+    for that (~30-50 ms at 160×48): 96 layouts in 10 s of a lane streaming 400 lines a second.
+    A tail's size does not depend on its lines, so a batch repaints it and moves its
+    scrollbar."""
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(1.2)  # the later panes are laid out
+        screen, _, tail = parts(app)
+        layouts = count_calls(monkeypatch, Screen, "_refresh_layout")
+        before = tail.line_count
+        for k in range(60):
+            lines = tuple(f"{STAMP} INFO line {k}.{j}" for j in range(20))
+            app.store.apply(RankLines("dgx5", scene.LANE, scene.CLUSTER, 0, lines, scene.T0))
+            await pilot.pause(0.03)
+        await pilot.pause(0.2)
+        assert tail.line_count == before + 1200 and tail.lines[-1] == "INFO line 59.19"
+        assert tail.is_vertical_scroll_end and tail.following
+        assert tail.vertical_scrollbar.window_virtual_size == tail.virtual_size.height
+        assert layouts.count == 0
+        assert screen.query_one(NodesPane).size.height  # the screen is intact

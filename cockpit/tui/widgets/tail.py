@@ -18,6 +18,8 @@ from rich.cells import chop_cells
 from rich.highlighter import Highlighter
 from rich.text import Text
 from textual.events import Resize
+from textual.geometry import Size
+from textual.reactive import Reactive
 from textual.widgets import Log
 
 from cockpit.telemetry.severity import ERROR, Severity, rank
@@ -91,6 +93,10 @@ class TailLog(Log):
     """Bounded (max_lines) tail; scrolling up or `f` pauses, and new lines are only counted."""
 
     BINDINGS = TAIL_BINDINGS
+    virtual_size: Reactive[Size] = Reactive(Size(0, 0))
+    """Repaint, not layout: Textual lays out the whole screen when a widget's virtual size
+    changes (~30-50 ms at 160×48), i.e. at every batch of lines until the buffer is full and at
+    each wider line. A tail's size does not depend on its lines (`watch_virtual_size`)."""
 
     def __init__(self, *, max_lines: int, tag_node: bool, id: str) -> None:
         super().__init__(max_lines=max_lines, highlight=True, id=id)
@@ -107,6 +113,15 @@ class TailLog(Log):
         self._source: object = None
         self._entries: Sequence[LogEntry] = ()  # the buffer last fed (an immutable snapshot's)
         self._wrapped_at = 0  # the width the rows were wrapped to
+
+    def watch_virtual_size(self, size: Size) -> None:
+        """The scrollbars follow the new size (`Log`'s `overflow: scroll` keeps both shown, so
+        nothing moves on the screen); only a tail sized by its content needs a layout."""
+        height = self.styles.height
+        if height is None or height.is_auto:
+            self.refresh(layout=True)
+        else:
+            self._scroll_update(size)
 
     def _line(self, entry: LogEntry) -> str:
         text = f"{entry.node}/r{entry.rank} {entry.text}" if self.tag_node else entry.text
