@@ -11,6 +11,7 @@ from cockpit.config.clusters import Breakage
 from cockpit.tui.fit import end, fit_columns
 from cockpit.tui.state.parts import Part
 from cockpit.tui.state.views import FleetSnapshot, LaneView
+from cockpit.tui.widgets.bounded import BoundedTable
 from cockpit.tui.widgets.palette import palette_of
 from cockpit.tui.widgets.pane import FittedPane
 
@@ -52,8 +53,8 @@ class LanesPane(FittedPane):
         self._shown: tuple[tuple[LaneView, ...], str, int] | None = None  # lanes, theme, width
 
     def compose(self) -> ComposeResult:
-        table: DataTable[Text | str] = DataTable(
-            cursor_type="row", zebra_stripes=True, id="lanes-table"
+        table: BoundedTable[Text | str] = BoundedTable(
+            columns=len(COLUMNS), zebra_stripes=True, id="lanes-table"
         )
         table.add_columns(*COLUMNS)
         yield table

@@ -17,6 +17,7 @@ from cockpit.tui.render import num, sparkline
 from cockpit.tui.state.inputs import RankOnNode
 from cockpit.tui.state.parts import Part
 from cockpit.tui.state.views import FleetSnapshot, NodeHealth, NodeView, fmt_duration
+from cockpit.tui.widgets.bounded import BoundedTable
 from cockpit.tui.widgets.palette import Palette, palette_of
 from cockpit.tui.widgets.pane import FittedPane
 
@@ -154,7 +155,7 @@ class NodesPane(FittedPane):
         self._columns: list[ColumnKey] = []
 
     def compose(self) -> ComposeResult:
-        table: DataTable[Text] = DataTable(cursor_type="row", id="nodes-table")
+        table: BoundedTable[Text] = BoundedTable(columns=len(COLUMNS), id="nodes-table")
         self._columns = table.add_columns(*COLUMNS)
         yield table
 
