@@ -341,3 +341,38 @@ async def test_the_nodes_pane_repaints_at_most_twice_a_second_and_loses_no_sampl
         await repaints(2)
         assert painted[1] - painted[0] >= 0.95 * HELD_EVERY_S
         assert "3%" in str(nodes.query_one(DataTable).get_row("dgx8"))
+
+
+async def test_the_nodes_pane_stays_current_behind_a_maximised_pane_so_the_restore_rebuilds_nothing(
+    make_app: Callable[..., CockpitApp],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Hidden panes are not repainted while another is maximised; restored after a while at 128
+    nodes, the Nodes pane rebuilt every row in the restore's frame (11-22 ms a press, py-spy).
+    It is kept current behind the maximised pane, at its width in the layout (a hidden table
+    has none: fitted to zero columns it took the host's, then dropped them at the restore)."""
+    app = make_app()
+    monkeypatch.setattr(app.store, "next_change", lambda now: None)  # no age tick meanwhile
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(1.3)
+        screen = app.screen
+        assert isinstance(screen, MainScreen) and not screen.has_class("-starting")
+        table = screen.query_one(NodesPane).query_one(DataTable)
+        columns = len(table.columns)
+        screen.query_one("#lanes-table").focus()
+        await pilot.press("m")
+        await pilot.pause(0.3)
+        assert isinstance(screen.maximized, LanesPane)
+        busy = sample("dgx8", at=scene.T0 + 1)
+        assert busy.gpu is not None
+        app.post_message(NodePolled(replace(busy, gpu=replace(busy.gpu, utilization_pct=77.0))))
+        await pilot.pause(0.3 + HELD_EVERY_S)
+        assert "77%" in str(table.get_row("dgx8"))  # behind the maximised Lanes pane
+        assert len(table.columns) == columns
+        rebuilt = count_calls(monkeypatch, table, "clear")
+        updated = count_calls(monkeypatch, table, "update_cell")
+        await pilot.press("m")
+        await pilot.pause(0.3)
+        assert screen.maximized is None
+        assert rebuilt.count == 0 and updated.count == 0
+        assert len(table.columns) == columns

@@ -150,7 +150,7 @@ class MainScreen(LaneOps, LogKeys, Screen[None]):
         self.snap, self.ctx = snap, ctx
         starting = self.has_class("-starting")
         for pane in self.query(Pane):
-            if self.maximized is not None and pane is not self.maximized:
+            if self.maximized not in (None, pane) and not pane.FED_HIDDEN:
                 continue  # hidden behind a maximised pane: keep collecting, skip the repaint
             if starting and not pane.FIRST_FRAME:
                 continue  # content not laid out yet: reveal() repaints it

@@ -138,6 +138,7 @@ def _net(host: HostLoad | None) -> str:
 
 class NodesPane(FittedPane):
     FIRST_FRAME = True
+    FED_HIDDEN = True  # restored after a while at 128 nodes, every row was rebuilt in one frame
     READS = frozenset({Part.NODES})
 
     class Chosen(Message):

@@ -34,6 +34,9 @@ class Pane(Vertical):
     FIRST_FRAME = False
     """Needed by the first useful frame (Lanes, Nodes). The other panes show their borders at
     start and lay out their content once that frame is painted (`MainScreen` -starting)."""
+    FED_HIDDEN = False
+    """Repainted behind a maximised pane too: a pane whose repaint after a long wait would cost
+    the restore's frame more than keeping it current costs meanwhile (the Nodes table)."""
     READS: ClassVar[frozenset[Part]] = ALL
     """The parts of a snapshot `show` reads: the pane repaints when one of them changed (and
     when the selection, its size or the theme did)."""
@@ -101,12 +104,16 @@ class FittedPane(Pane):
     def __init__(self, title: str, *, id: str) -> None:
         super().__init__(title, id=id)
         self._normal_width = 0  # the table's width in the layout, while the pane is maximised
+        self._shown_width = 0  # the last width it was shown at (0: before the first layout)
 
     def _table_width(self) -> int:
         return self.query_one(DataTable).scrollable_content_region.width
 
     def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
-        self.fill(snap, self._table_width())
+        """At the table's width; behind a maximised pane (`FED_HIDDEN`), where it has none, at
+        the width it was last shown at."""
+        self._shown_width = self._table_width() or self._shown_width
+        self.fill(snap, self._shown_width)
 
     def maximising(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
         self._normal_width = self._table_width()
