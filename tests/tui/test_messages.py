@@ -8,9 +8,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import replace
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import DataTable
 
 from cockpit.events import Progress
@@ -48,6 +50,20 @@ from tests.tui.calls import count_calls
 SIZE = (160, 48)
 SYNC_PROGRESS = Progress(op="sync", lane="qwen3-0.6b-2x", cluster="2nodes-dac", ts=scene.T0,
                          step="load on dgx1", done=7.1, total=14.2, unit="GiB")  # fmt: skip
+
+
+@asynccontextmanager
+async def revealed(
+    app: CockpitApp, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[Pilot[None], MainScreen]]:
+    """The app at SIZE once its later panes are revealed, with no age tick: nothing repaints
+    but what a test sends."""
+    monkeypatch.setattr(app.store, "next_change", lambda now: None)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(1.3)
+        screen = app.screen
+        assert isinstance(screen, MainScreen) and not screen.has_class("-starting")
+        yield pilot, screen
 
 
 def scrape(at: float, lane: str = scene.LANE) -> EngineSampled:
@@ -218,11 +234,7 @@ async def test_a_message_repaints_only_the_panes_reading_what_it_changed(
     painted: set[str] | None,
 ) -> None:
     app = make_app()
-    monkeypatch.setattr(app.store, "next_change", lambda now: None)  # no age tick meanwhile
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(1.3)
-        screen = app.screen
-        assert isinstance(screen, MainScreen) and not screen.has_class("-starting")
+    async with revealed(app, monkeypatch) as (pilot, screen):
         shows = shows_by_repaint(screen)
         app.post_message(message_for(item))
         await pilot.pause(0.3)
@@ -281,11 +293,7 @@ async def test_new_figures_that_change_no_height_lay_nothing_out(
     repaint their panes and lay nothing out. Each of them did, at every scrape and at every
     sample that moved a column's widest cell."""
     app = make_app()
-    monkeypatch.setattr(app.store, "next_change", lambda now: None)  # no age tick meanwhile
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(1.3)
-        screen = app.screen
-        assert isinstance(screen, MainScreen) and not screen.has_class("-starting")
+    async with revealed(app, monkeypatch) as (pilot, screen):
         scraped = next_scrape()  # the scene's lane's first rates after it: the body's height
         app.post_message(message_for(scraped))
         busy = sample("dgx8", at=scene.T0 + 1)
@@ -313,11 +321,7 @@ async def test_the_nodes_pane_repaints_at_most_twice_a_second_and_loses_no_sampl
     """At 128 nodes a GPU line lands in nearly every frame: the Nodes pane repaints for the
     store at most every HELD_EVERY_S, and then with the latest samples."""
     app = make_app()
-    monkeypatch.setattr(app.store, "next_change", lambda now: None)  # no age tick meanwhile
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(1.3)
-        screen = app.screen
-        assert isinstance(screen, MainScreen) and not screen.has_class("-starting")
+    async with revealed(app, monkeypatch) as (pilot, screen):
         nodes = screen.query_one(NodesPane)
         painted: list[float] = []
         show = nodes.show
@@ -352,11 +356,7 @@ async def test_the_nodes_pane_stays_current_behind_a_maximised_pane_so_the_resto
     It is kept current behind the maximised pane, at its width in the layout (a hidden table
     has none: fitted to zero columns it took the host's, then dropped them at the restore)."""
     app = make_app()
-    monkeypatch.setattr(app.store, "next_change", lambda now: None)  # no age tick meanwhile
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(1.3)
-        screen = app.screen
-        assert isinstance(screen, MainScreen) and not screen.has_class("-starting")
+    async with revealed(app, monkeypatch) as (pilot, screen):
         table = screen.query_one(NodesPane).query_one(DataTable)
         columns = len(table.columns)
         screen.query_one("#lanes-table").focus()
