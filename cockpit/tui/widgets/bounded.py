@@ -3,8 +3,8 @@
 Textual's `DataTable` caches 1,000 lines, 1,000 rows and 10,000 cells, keyed by its update count:
 after an update every older entry is dead weight, and the Nodes table updates twice a second.
 Each cached line is a `Strip` holding seven small caches of its own, ~20 objects the garbage
-collector tracks, and every full collection walks them all: see benchmarks/RESULTS.md (`tui_gc`)
-for what that cost a key press.
+collector tracks, and every full collection walks them all while the loop (and a key pressed
+meanwhile) waits: benchmarks/RESULTS.md, `tui_gc`, has the objects and the collections' times.
 """
 
 from __future__ import annotations
