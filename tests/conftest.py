@@ -60,7 +60,11 @@ def _suite_priority_kept() -> Iterator[None]:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Boot the real vLLM lane in the background as soon as a selected test needs it."""
+    """Boot the real vLLM lane in the background as soon as a selected test needs it. A worker of
+    a parallel run (pytest-xdist) collects every test but runs only some: there the `real_lane`
+    fixture boots it, in the one worker that runs those tests."""
+    if hasattr(session.config, "workerinput"):
+        return
     if any(item.get_closest_marker("realvllm") for item in session.items):
         from tests import real_vllm
 

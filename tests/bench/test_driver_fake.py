@@ -49,6 +49,7 @@ def _result(events: list) -> PointResult:
     return next(e.result for e in events if isinstance(e, PointFinished))
 
 
+@pytest.mark.timing
 async def test_warm_point_sends_context_then_context_plus_prompt(
     fake: tuple[FakeEngine, str],
 ) -> None:
@@ -91,6 +92,7 @@ async def test_cold_point_is_one_request_with_unique_prompt(fake: tuple[FakeEngi
     assert all(tokens(c) == 128 for c in contents) and len(set(contents)) == 3
 
 
+@pytest.mark.timing
 async def test_time_scale_turns_wall_rates_into_engine_rates(fake: tuple[FakeEngine, str]) -> None:
     _, url = fake
     spec = PointSpec(depth=0, concurrency=1, pp=64, tg=24)
@@ -176,6 +178,7 @@ async def _tg_of(engine: FakeEngine, spec: PointSpec) -> PointResult:
         return _result([e async for e in BuiltinDriver(_config(url, spec, runs=3)).events()])
 
 
+@pytest.mark.timing
 async def test_bursts_and_empty_text_token_id_chunks_give_the_same_tg() -> None:
     """Real vLLM on a busy host: several chunks per socket read, and chunks whose text is empty
     but whose token ids count. The tg must be the one a plain one-chunk-per-token stream gives

@@ -86,6 +86,7 @@ async def _benchy_vs_builtin(lane: str, reports: Path) -> tuple[Path, Path, list
     return ours, theirs, misses
 
 
+@pytest.mark.timing
 @pytest.mark.slow
 async def test_llama_benchy_gives_the_same_table(compare_lane: str, tmp_path: Path) -> None:
     # Two clients on 2 shared cores: one stalled stream (a GC pause, a neighbour) spoils a pair

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from cockpit.bench.artifacts import load_report
 from cockpit.bench.events import BenchWarning, SweepFinished
 from cockpit.bench.models import PERF_DEPTHS, SWEEP_DEPTHS, Flag, FlagKind, PointSpec, SweepPlan
@@ -72,6 +74,7 @@ def _pp_noise(flag: Flag) -> bool:
     return flag.kind == FlagKind.NOISY and flag.message.startswith("pp ")
 
 
+@pytest.mark.timing
 async def test_warm_sweep_is_clean_with_c2_at_least_c1(flash_lane: str, tmp_path: Path) -> None:
     # The seed's sweep depths, tg 256 and 2 runs: a 32-token decode at 256K lasts 70 ms of wall
     # time at ×10, where one 30 ms stall of either process on the 2 shared cores moves tg by 40 %;

@@ -7,6 +7,7 @@ import json
 import os
 import pty
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -21,6 +22,7 @@ from cockpit_sim.fleet.toolservice import compiled_frontend, write_frontend
 from cockpit_sim.tools.callproto import SERVICE_GONE, SOCKET_NAME
 from cockpit_sim.tools.frontend import send_request
 from cockpit_sim.tools.launchers import pythonpath
+from cockpit_sim.tools.service import Request, ToolService
 from tests.fleet_fixtures import connect
 
 TARGET = "tests.sim_fleet.tool_target"
@@ -339,3 +341,31 @@ def test_a_request_sent_whole_sends_nothing_more() -> None:
     sock = _SentAllThenClosed()
     send_request(sock, b"request", [0, 1, 2])  # type: ignore[arg-type]
     assert sock.sent == [b"request"]
+
+
+def test_a_fork_that_fails_leaves_the_service_able_to_stop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The service blocks SIGTERM across a fork; a fork refused (EAGAIN) once left it blocked,
+    and the service ignored every later stop. The call's descriptors are closed too."""
+
+    def refused() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    listener, caller = socket.socketpair()
+    passed_r, passed_w = os.pipe()
+    service = ToolService(listener, {"docker": lambda argv: 0})
+    request = Request("docker", ["docker", "ps"], {}, {1: passed_w}, 0, 0o022, 0, 1, os.getuid())
+    monkeypatch.setattr(os, "fork", refused)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    try:
+        with pytest.raises(BlockingIOError):
+            service._start(listener, request)
+        assert signal.SIGTERM not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        with pytest.raises(OSError):
+            os.fstat(passed_w)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # this process's, whatever happened
+        for end in (listener, caller):
+            end.close()
+        os.close(passed_r)

@@ -80,6 +80,7 @@ async def test_another_nodes_host_key_is_refused(fleet: SimFleet, tmp_path: Path
     assert f"ssh-keyscan -p {fleet.port} {host1} >> {forged}" in message
 
 
+@pytest.mark.timing
 async def test_hung_node_costs_its_timeout_while_the_fleet_answers(
     fleet: SimFleet, tcp_server: StartTcp
 ) -> None:

@@ -7,6 +7,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from cockpit.ssh.stream import supervised
 from cockpit.status.probe import (
     PROBE_NICE,
@@ -119,6 +121,7 @@ async def test_a_line_on_its_stdin_makes_the_probe_look_again_at_once(tmp_path: 
             await proc.wait()
 
 
+@pytest.mark.timing
 async def test_probes_started_together_look_at_different_moments_from_their_second_cycle(
     tmp_path: Path,
 ) -> None:

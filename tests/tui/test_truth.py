@@ -92,7 +92,8 @@ async def operations_done(app: CockpitApp) -> None:
     await app.workers.wait_for_complete([w for w in app.workers if w.group == "ops"])
 
 
-async def until(pilot: Pilot, what: str, cond: Callable[[], bool], timeout: float = 10) -> None:
+async def until(pilot: Pilot, what: str, cond: Callable[[], bool], timeout: float = 30) -> None:
+    """Wait for `cond`; the timeout is for a loaded machine (the parallel suite), not a bound."""
     deadline = time.monotonic() + timeout
     while not cond():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"

@@ -323,17 +323,19 @@ class ToolService:
             conn.close()
             return
         signal.pthread_sigmask(signal.SIG_BLOCK, HELD)
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                _become_tool(request, self._libc)
-                code = run_tool(tool, request.argv[1:])
-            finally:
-                os._exit(code)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD)
-        for fd in request.fds.values():
-            os.close(fd)
+        try:
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    _become_tool(request, self._libc)
+                    code = run_tool(tool, request.argv[1:])
+                finally:
+                    os._exit(code)
+        finally:  # a fork that failed (EAGAIN) must not leave SIGTERM blocked: the service deaf
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD)
+            for fd in request.fds.values():
+                os.close(fd)
         conn.setblocking(False)
         call = Call(conn, pid, os.pidfd_open(pid))
         self.calls[pid] = call
