@@ -42,6 +42,9 @@ def run_pass(name: str, args: list[str]) -> tuple[str, float, float, str, int]:
     lines = [ln for ln in done.stdout.splitlines() if ln.strip()]
     summary = lines[-1].strip("= ") if lines else "(no output)"
     print(f"{name}: {wall:.0f} s, {cpu:.0f} core-s, {summary}", flush=True)
+    for line in lines:
+        if line.startswith(("FAILED", "ERROR")):
+            print(f"  {line}", flush=True)
     return name, wall, cpu, summary, done.returncode
 
 
