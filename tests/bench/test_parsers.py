@@ -11,6 +11,7 @@ from cockpit.bench import benchy_process, benchy_progress, benchy_result, forens
 from cockpit.bench.driver import DriverConfig
 from cockpit.bench.environment import link_kind, route_device
 from cockpit.bench.events import BenchWarning, PointFinished, event_line, parse_event_line
+from cockpit.bench.method import PhaseStats, Stat
 from cockpit.bench.models import Flag, FlagKind, PointResult, PointSpec
 from cockpit.bench.quality import parse_perf_table, parse_quality, quality_argv
 from cockpit.bench.remote import remote_argv
@@ -247,3 +248,17 @@ def test_a_llama_benchy_point_without_its_own_bound_is_held_to_the_runs() -> Non
     assert result.inference is not None and result.inference.tg is not None
     assert result.inference.tg.values == (300.0,) and result.inference.dropped == 2
     assert FlagKind.IMPLAUSIBLE in {f.kind for f in result.flags}
+
+
+def test_a_dropped_run_takes_values_that_cannot_be_told_apart_by_run_with_it() -> None:
+    """Seen on the real lane under load: llama-benchy timed one stream of six at c2 (a burst);
+    all three runs were dropped as faster than physics, but its one value was kept as the tg."""
+    stat = Stat.of([14260.95])
+    per_request = Stat.of([300.0, 310.0, 290.0, 305.0, 295.0, 301.0])
+    phase = PhaseStats(2, per_request, per_request, stat, stat, None, None, None, 6, 0)
+    dropped = benchy_result.drop_runs(phase, {0, 1, 2}, runs=3)
+    assert dropped.tg is None and dropped.tg_req is None and dropped.dropped == 3
+    assert dropped.pp is None  # every run dropped: nothing of them is quoted
+    one = benchy_result.drop_runs(phase, {1}, runs=3)
+    assert one.pp is not None and one.pp.values == (300.0, 310.0, 295.0, 301.0)
+    assert one.tg is None  # one value for three runs: whose it is cannot be told
