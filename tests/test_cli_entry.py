@@ -15,7 +15,7 @@ import click
 import pytest
 
 from cockpit.cli.guided import unknown_command
-from cockpit.cli.main import COMMAND_MODULES, OPENS_TUI, cli
+from cockpit.cli.main import COMMAND_HELP, COMMAND_MODULES, OPENS_TUI, cli
 from cockpit.startup import pause_collector
 from tests.cli_runner import run_cockpit
 
@@ -30,6 +30,23 @@ def test_every_command_name_resolves_to_its_module() -> None:
         for c in importlib.import_module(f"cockpit.cli.{m}").COMMANDS
     }
     assert every == set(COMMAND_MODULES), "a module exports a command the table does not list"
+
+
+def test_the_help_lists_each_command_by_its_own_short_help_and_imports_none() -> None:
+    for name, module_name in COMMAND_MODULES.items():
+        module = importlib.import_module(f"cockpit.cli.{module_name}")
+        command = next(c for c in module.COMMANDS if c.name == name)
+        assert COMMAND_HELP[name] == command.get_short_help_str(limit=1000), name
+    listed = subprocess.run(
+        [sys.executable, "-c", "import sys\nfrom cockpit.cli.main import cli\n"
+         "try:\n    cli(['--help'])\nexcept SystemExit:\n    pass\n"
+         "print(sorted(m for m in sys.modules if m.startswith('cockpit.cli.')"
+         " or m in ('asyncssh', 'textual', 'httpx')))"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert listed.stdout.splitlines()[-1] == str(
+        sorted(["cockpit.cli.completion", "cockpit.cli.guided", "cockpit.cli.main"])
+    )
 
 
 def test_help_lists_every_command_and_version_works() -> None:

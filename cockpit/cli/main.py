@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -47,8 +48,45 @@ COMMAND_MODULES = {
     "import": "recipe_cmds",
     "completion": "completion",
 }
+COMMAND_HELP = {
+    "lanes": "Every recipe with the clusters it runs on, its TP size, image and model.",
+    "validate": "Check every file of the inventory; list every problem (exit code 2 if any).",
+    "render": "Dry run: print the exact command that would start each rank, per node.",
+    "fit": "Memory per rank: weights, runtime and KV pool, and whether the lane fits (no launch).",
+    "status": "Nodes: reachable, GPU, memory (unified-aware), containers by lane, recipe images.",
+    "sim": "A simulated DGX Spark fleet on loopback SSH endpoints (for the demo and the tests).",
+    "demo": "Open the cockpit on a simulated fleet that lives as long as it does.",
+    "launch": "Preflight, start and follow a lane to ready (rolled back on failure).",
+    "stop": "Stop and remove a lane's containers; verify the GPUs are released.",
+    "sync-image": "Copy the lane's image node to node, re-attach its digest, verify its id.",
+    "sync-model": "Copy the recipe's model snapshot node to node to the nodes lacking it; verify.",
+    "switch": (
+        "Stop what occupies the cluster, sync if needed, launch the lane (one confirmed plan)."
+    ),
+    "bench": "Quality + perf + depth sweep at c1/c2, live, with honesty checks and a report.",
+    "probe": "8-token health check, then one stream observed at the socket (who flushes late?).",
+    "report": "Read bench reports: show one, compare two, trend a lane's.",
+    "tui": "The interactive cockpit: live fleet panes, lane keys, bench tail (`?` lists the keys).",
+    "logs": "Print a lane's container logs (stdout and stderr), each line as `node/rRANK | line`.",
+    "exporter": "Serve the fleet as Prometheus metrics (OpenMetrics text) for a team's Prometheus.",
+    "serve": (
+        "Serve the TUI read-only in a browser: one `cockpit tui --readonly` per browser session."
+    ),
+    "history": "What ran where and when, boots, and lane and node figures, from the local history.",
+    "recipe": "Recipes from other tools.",
+    "import": "Recipes from sparkrun or eugr's spark-vllm-docker (as `cockpit recipe import`).",
+    "completion": (
+        'Print the completion script for SHELL (bash: eval "$(cockpit completion bash)" in '
+        "~/.bashrc; zsh likewise; fish: cockpit completion fish | source)."
+    ),
+}
+"""The line `cockpit --help` lists each command by: each command's own short help (its docstring's
+first sentence; tests/test_cli_entry.py holds them equal), kept here so that listing the commands
+imports none of them (asyncssh, Textual and the bench made `--help` take 0.8 s)."""
 OPENS_TUI = {"tui", "demo"}
 """Commands that resume the garbage collector themselves, once their first frame is painted."""
+NEEDS_SIMULATOR = {"sim", "demo"}
+NOT_INSTALLED = "(not installed: pip install -e ./sim)"
 SIMULATOR = "cockpit_sim"
 """The simulator's package: a distribution of its own (`sim/` of the repository, cockpit-sim)."""
 
@@ -70,7 +108,7 @@ def _needs_simulator(cmd_name: str) -> click.Command:
     return click.Command(
         cmd_name,
         callback=refuse,
-        short_help="(not installed: pip install -e ./sim)",
+        short_help=NOT_INSTALLED,
         add_help_option=False,
         context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
     )
@@ -81,6 +119,21 @@ class LazyGroup(GuidedGroup):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMAND_MODULES)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands and their lines from COMMAND_HELP, as click lays them out, without
+        importing them (`sim` and `demo` say what to install when the simulator is absent)."""
+        names = self.list_commands(ctx)
+        absent = importlib.util.find_spec(SIMULATOR) is None
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = [
+            (name, NOT_INSTALLED if absent and name in NEEDS_SIMULATOR else COMMAND_HELP[name])
+            for name in names
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(
+                [(name, click.Command(name, help=h).get_short_help_str(limit)) for name, h in rows]
+            )
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         module_name = COMMAND_MODULES.get(cmd_name)
