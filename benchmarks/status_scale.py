@@ -44,6 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.procstat import machine_busy  # noqa: E402
 from benchmarks.results_md import write_section  # noqa: E402
 from cockpit_sim.fleet import SimFleet  # noqa: E402
 from cockpit_sim.fleet.layout import ToolsKind  # noqa: E402
@@ -113,13 +114,6 @@ def tree_pids(root: int) -> list[int]:
         found.append(pid)
         queue.extend(children.get(pid, []))
     return found
-
-
-def machine_busy() -> float:
-    """CPU seconds all cores have spent busy since boot (/proc/stat, iowait not counted)."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
-    return (user + nice + system + irq + softirq + steal) / TICK
 
 
 def rusage_cpu(usage: resource.struct_rusage) -> float:

@@ -17,35 +17,39 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.procstat import machine_busy  # noqa: E402
 from benchmarks.results_md import write_section  # noqa: E402
 
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 
 
-def busy_core_seconds() -> float:
-    """Busy time of all cores since boot (user, nice, system, irq, softirq, steal)."""
-    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+@dataclass(frozen=True)
+class Pass:
+    name: str
+    wall_s: float
+    busy_s: float  # core-seconds of the whole machine
+    summary: str  # pytest's last line
+    code: int
 
 
-def run_pass(name: str, args: list[str]) -> tuple[str, float, float, str, int]:
-    """(name, wall s, busy core-s, pytest's last line, exit code)."""
-    c0, t0 = busy_core_seconds(), time.perf_counter()
+def run_pass(name: str, args: list[str]) -> Pass:
+    c0, t0 = machine_busy(), time.perf_counter()
     done = subprocess.run([*PYTEST, *args], cwd=ROOT, capture_output=True, text=True)
-    wall, cpu = time.perf_counter() - t0, busy_core_seconds() - c0
+    wall, cpu = time.perf_counter() - t0, machine_busy() - c0
     lines = [ln for ln in done.stdout.splitlines() if ln.strip()]
     summary = lines[-1].strip("= ") if lines else "(no output)"
     print(f"{name}: {wall:.0f} s, {cpu:.0f} core-s, {summary}", flush=True)
     for line in lines:
         if line.startswith(("FAILED", "ERROR")):
             print(f"  {line}", flush=True)
-    return name, wall, cpu, summary, done.returncode
+    return Pass(name, wall, cpu, summary, done.returncode)
 
 
 def main() -> None:
@@ -65,11 +69,11 @@ def main() -> None:
         run_pass("pass 2: `timing`", ["-m", "timing"]),
     ]
     passes += two
-    total_wall, total_cpu = sum(p[1] for p in two), sum(p[2] for p in two)
-    rows = [f"| {n} | {w:.0f} | {c:.0f} | {s} |" for n, w, c, s, _ in passes]
+    total_wall, total_cpu = sum(p.wall_s for p in two), sum(p.busy_s for p in two)
+    rows = [f"| {p.name} | {p.wall_s:.0f} | {p.busy_s:.0f} | {p.summary} |" for p in passes]
     rows.append(f"| **both passes (the README)** | **{total_wall:.0f}** | {total_cpu:.0f} | |")
     if args.serial:
-        rows.append(f"| one process ÷ both passes | {passes[0][1] / total_wall:.2f}× | | |")
+        rows.append(f"| one process ÷ both passes | {passes[0].wall_s / total_wall:.2f}× | | |")
     text = "\n".join(
         [
             "## Test suite: wall time of the README's command",
@@ -85,7 +89,7 @@ def main() -> None:
     print(text)
     if args.write_results:
         write_section("suite_time", text)
-    sys.exit(max(p[4] for p in passes))
+    sys.exit(max(p.code for p in passes))
 
 
 if __name__ == "__main__":
