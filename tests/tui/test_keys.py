@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import pytest
@@ -22,6 +21,7 @@ from cockpit.tui.widgets.logs import LogPane
 from cockpit.tui.widgets.tail import TailLog
 from tests.tui import scene
 from tests.tui.scripted_ops import ScriptedOperations
+from tests.tui.waits import until
 
 SIZE = (160, 48)
 SERVING = f"{scene.LANE}@{scene.CLUSTER}"
@@ -95,9 +95,7 @@ async def test_readonly_refuses_node_changing_keys_and_says_so(
         await pilot.pause()
         for key in ("l", "s", "y", "b", "w"):
             await pilot.press(key)
-        deadline = time.monotonic() + 10  # six notices in all; a loaded machine takes its time
-        while len(app._notifications) < 6 and time.monotonic() < deadline:
-            await pilot.pause(0.05)
+        await until(pilot, "six notices", lambda: len(app._notifications) >= 6, timeout=10)
         await pilot.pause(0.1)  # and no seventh
         assert isinstance(app.screen, MainScreen) and ops.started == []
         messages = [n.message for n in app._notifications]
@@ -239,13 +237,13 @@ async def test_a_failing_feed_is_shown_and_restarted(make_app: Callable[..., Coc
     feed = FlakyFeed()
     app = make_app(feeds=[feed])
     async with app.run_test(size=SIZE) as pilot:
-        deadline = time.monotonic() + 30  # a wait, not a bound: a loaded machine takes its time
         seen: set[str] = set()  # the notice's 8 s may end before the restart on a loaded machine
-        while app.store.snapshot(scene.T0).nodes[0].error != "after the restart":
+
+        def restarted() -> bool:
             seen.update(n.message for n in app._notifications)
-            assert time.monotonic() < deadline
-            await pilot.pause(0.1)
-        seen.update(n.message for n in app._notifications)
+            return app.store.snapshot(scene.T0).nodes[0].error == "after the restart"
+
+        await until(pilot, "the feed's restart", restarted)
         assert feed.runs == 2
         assert any("flaky feed failed" in message for message in seen), seen
 

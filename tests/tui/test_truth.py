@@ -4,7 +4,6 @@ scripted operations stand in for the fleet's, a manual feed for its facts."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 
@@ -35,6 +34,7 @@ from cockpit.tui.widgets.tail import TailLog
 from tests.tui import scene
 from tests.tui.scripted_ops import ScriptedOperations
 from tests.tui.test_keys import main, select_lane
+from tests.tui.waits import until
 
 SIZE = (160, 48)
 SERVING = f"{scene.LANE}@{scene.CLUSTER}"
@@ -90,14 +90,6 @@ async def settle(pilot: Pilot, seconds: float = 0.3) -> None:
 async def operations_done(app: CockpitApp) -> None:
     """Every operation's worker ended (a feed's runs on)."""
     await app.workers.wait_for_complete([w for w in app.workers if w.group == "ops"])
-
-
-async def until(pilot: Pilot, what: str, cond: Callable[[], bool], timeout: float = 30) -> None:
-    """Wait for `cond`; the timeout is for a loaded machine (the parallel suite), not a bound."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await pilot.pause(0.05)
 
 
 def where(target: LaneTarget) -> dict[str, str]:
