@@ -85,7 +85,8 @@ first sentence; tests/test_cli_entry.py holds them equal), kept here so that lis
 imports none of them (asyncssh, Textual and the bench made `--help` take 0.8 s)."""
 OPENS_TUI = {"tui", "demo"}
 """Commands that resume the garbage collector themselves, once their first frame is painted."""
-NEEDS_SIMULATOR = {"sim", "demo"}
+NEEDS_SIMULATOR = {name for name, module in COMMAND_MODULES.items() if module == "sim_cmds"}
+"""The commands of the one module that imports the simulator (tests/test_import_contract.py)."""
 NOT_INSTALLED = "(not installed: pip install -e ./sim)"
 SIMULATOR = "cockpit_sim"
 """The simulator's package: a distribution of its own (`sim/` of the repository, cockpit-sim)."""
