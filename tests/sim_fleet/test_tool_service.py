@@ -343,29 +343,27 @@ def test_a_request_sent_whole_sends_nothing_more() -> None:
     assert sock.sent == [b"request"]
 
 
-def test_a_fork_that_fails_leaves_the_service_able_to_stop(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The service blocks SIGTERM across a fork; a fork refused (EAGAIN) once left it blocked,
-    and the service ignored every later stop. The call's descriptors are closed too."""
+def test_a_fork_that_fails_leaves_the_service_able_to_stop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The service blocks SIGTERM across a fork; a fork refused (EAGAIN) left it blocked, so the
+    service would have ignored every later stop. The call's descriptors are closed too."""
 
     def refused() -> int:
         raise BlockingIOError(11, "Resource temporarily unavailable")
 
-    listener, caller = socket.socketpair()
+    conn, caller = socket.socketpair()  # the call's connection (the service never listens here)
     passed_r, passed_w = os.pipe()
-    service = ToolService(listener, {"docker": lambda argv: 0})
+    service = ToolService(conn, {"docker": lambda argv: 0})
     request = Request("docker", ["docker", "ps"], {}, {1: passed_w}, 0, 0o022, 0, 1, os.getuid())
     monkeypatch.setattr(os, "fork", refused)
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
     try:
         with pytest.raises(BlockingIOError):
-            service._start(listener, request)
+            service._start(conn, request)
         assert signal.SIGTERM not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
         with pytest.raises(OSError):
             os.fstat(passed_w)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # this process's, whatever happened
-        for end in (listener, caller):
+        for end in (conn, caller):
             end.close()
         os.close(passed_r)
