@@ -17,7 +17,8 @@ its shell) by their rusage when this script, the child subreaper of all it start
 
 Per call: `docker images` and `nvidia-smi --query-gpu` on one node of the first fleet, through
 the exec launcher (a fresh `python -S` per call, the old way), the C front-end and the Python
-front-end of the resident service; CPU is the caller's and the service's (the tool is its child).
+front-end of the resident service; CPU is the caller's and the service's (which answers both calls
+itself: they are quick, `cockpit_sim.tools.service.Quick`; a forked tool would be its child).
 
 cockpit's modules are byte-compiled first (`compileall`, as `pip install` does): this sandbox sets
 PYTHONDONTWRITEBYTECODE, which would otherwise recompile them in every fresh process.
@@ -219,8 +220,8 @@ class Size:
 PARTS = {
     "ssh server": "the daemon itself (asyncssh: handshakes, channels, its timers)",
     "sessions": "the sessions' bash (the probe's loops) and all but the tools under them",
-    "tool service": "the service process (accept, fork, reap)",
-    "tools": "the forked tools",
+    "tool service": "the service process (accept, the quick calls it answers itself, fork, reap)",
+    "tools": "the forked tools (the probe's `nvidia-smi -lms` loop, what is not quick)",
 }
 
 

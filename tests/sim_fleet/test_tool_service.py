@@ -3,13 +3,16 @@ fresh process of the tool would (argv, env, cwd, stdio, exit codes, signals, a d
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pty
 import signal
 import socket
+import struct
 import subprocess
 import sys
+import termios
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,8 +24,8 @@ from cockpit_sim.fleet import SimFleet
 from cockpit_sim.fleet.toolservice import compiled_frontend, write_frontend
 from cockpit_sim.tools.callproto import SERVICE_GONE, SOCKET_NAME
 from cockpit_sim.tools.frontend import send_request
-from cockpit_sim.tools.launchers import pythonpath
-from cockpit_sim.tools.service import Request, ToolService
+from cockpit_sim.tools.launchers import TOOLS, pythonpath
+from cockpit_sim.tools.service import Request, ToolService, load_tools
 from tests.fleet_fixtures import connect
 
 TARGET = "tests.sim_fleet.tool_target"
@@ -177,6 +180,8 @@ def test_a_closed_stdin_stays_closed(target: Path) -> None:
         (["raise"], 1, "RuntimeError: boom"),
         (["sysexit", "bye"], 1, "bye"),
         (["no-such-behaviour"], 2, ""),
+        (["quick-exit", "7"], 7, ""),
+        (["quick-raise"], 1, "RuntimeError: boom"),
     ],
 )
 def test_exit_status_and_errors(target: Path, args: list[str], code: int, stderr: str) -> None:
@@ -300,6 +305,120 @@ def test_the_service_outlives_many_callers_signalled_at_once(
     assert _wait_gone(tools)
     assert service.proc is not None and service.proc.poll() is None
     assert _report(target)["argv"] == [str(target), "report"]
+
+
+# ------------------------------------------------------------------ quick calls, answered in the service
+
+
+def _quick_report(target: Path, **options: object) -> dict[str, object]:
+    result = subprocess.run(
+        [str(target), "quick-report"], capture_output=True, check=True, **options
+    )  # type: ignore[call-overload]
+    return json.loads(result.stdout)
+
+
+def test_a_quick_call_is_answered_by_the_service_with_the_callers_argv_environment_and_umask(
+    target: Path, service: Service
+) -> None:
+    assert service.proc is not None
+    current = os.umask(0)
+    os.umask(current)
+    first = _quick_report(
+        target, env={"TARGET_A": "1", "PATH": "/usr/bin:/bin"}, preexec_fn=lambda: os.umask(0o027)
+    )
+    second = _quick_report(target, env={"TARGET_B": "2", "PATH": "/usr/bin:/bin"})
+    assert first["pid"] == second["pid"] == service.proc.pid  # no fork
+    assert first["argv"] == [str(target), "quick-report"]
+    assert first["env"] == {"TARGET_A": "1"}
+    assert first["names"] == ["PATH", "TARGET_A"]  # none of the service's
+    assert second["env"] == {"TARGET_B": "2"}  # nor the call before's
+    assert (first["umask"], second["umask"]) == (0o027, current)
+    assert first["stdin"] is False
+    assert _report(target)["pid"] != service.proc.pid  # a call its tool does not call quick
+
+
+def test_a_quick_call_writing_to_a_terminal_is_forked(target: Path, service: Service) -> None:
+    main, side = pty.openpty()
+    try:
+        subprocess.run([str(target), "quick-report"], stdout=side, check=True)
+        output = os.read(main, 4096)
+    finally:
+        os.close(side)
+        os.close(main)
+    report = json.loads(output)
+    assert report["tty"][1] is True
+    assert service.proc is not None and report["pid"] != service.proc.pid
+
+
+@pytest.mark.parametrize("behaviour", ["write", "quick-write"])
+def test_stdout_and_stderr_reach_one_pipe_in_the_order_written(
+    target: Path, behaviour: str
+) -> None:
+    result = subprocess.run(
+        [str(target), behaviour, "out:a", "err:b", "out:c", "err:d"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        check=True,
+    )
+    assert result.stdout == "a\nb\nc\nd\n"
+
+
+def _queued(pipe: int) -> int:
+    return struct.unpack("i", fcntl.ioctl(pipe, termios.FIONREAD, b"\0\0\0\0"))[0]
+
+
+def test_a_quick_call_to_a_reader_that_waits_holds_up_no_other_call(target: Path) -> None:
+    size = 4 << 20
+    big = subprocess.Popen([str(target), "quick-big", str(size)], stdout=subprocess.PIPE)
+    assert big.stdout is not None
+    deadline = time.monotonic() + 10
+    while _queued(big.stdout.fileno()) < 4096:  # answered: its pipe filled, nobody reads it
+        assert time.monotonic() < deadline, "the big answer never came"
+        time.sleep(0.01)
+    assert subprocess.run([str(target), "quick-exit", "3"], timeout=10).returncode == 3
+    assert _report(target, timeout=10)["argv"] == [str(target), "report"]
+    assert big.stdout.read() == b"y" * size
+    assert big.wait(10) == 0
+
+
+def test_a_quick_call_whose_reader_is_gone_ends_with_broken_pipe(target: Path) -> None:
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        result = subprocess.run(
+            [str(target), "quick-big", "10"], stdout=write, stderr=subprocess.PIPE, text=True
+        )
+    finally:
+        os.close(write)
+    assert (result.returncode, result.stderr) == (1, "")
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "quick"),
+    [
+        ("docker", ["ps", "-a", "--format", "{{json .}}"], True),
+        ("docker", ["image", "inspect", "x"], True),
+        ("docker", ["images", "-q"], True),
+        ("docker", ["container", "ls"], True),
+        ("docker", ["run", "-d", "x"], False),
+        ("docker", ["image", "load"], False),
+        ("docker", ["logs", "-f", "x"], False),
+        ("docker", ["--host", "x", "ps"], False),
+        ("docker", [], False),
+        ("nvidia-smi", ["--query-gpu=index", "--format=csv"], True),
+        ("nvidia-smi", ["-L"], True),
+        ("nvidia-smi", [], True),
+        ("nvidia-smi", ["--query-gpu=index", "--format=csv", "-lms", "1000"], False),
+        ("nvidia-smi", ["--loop=5"], False),
+        ("nvidia-smi", ["-l", "5"], False),
+    ],
+)
+def test_the_node_tools_quick_calls_are_their_queries(
+    tool: str, args: list[str], quick: bool
+) -> None:
+    _, found = load_tools({tool: TOOLS[tool]})
+    assert found[tool](args) is quick
 
 
 async def test_a_fleets_tools_are_front_ends_of_a_service_that_comes_back(

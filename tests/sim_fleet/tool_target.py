@@ -25,6 +25,7 @@ def _report() -> int:
                 "sigint_ignored": signal.getsignal(signal.SIGINT) is signal.SIG_IGN,
                 "tz": time.tzname[0],
                 "leader": os.getsid(0) == os.getpid() == os.getpgid(0),
+                "pid": os.getpid(),
             }
         )
     )
@@ -54,10 +55,34 @@ def _wait(pid_file: str, with_child: bool) -> int:
     return 0
 
 
+def _write(spec: list[str]) -> int:
+    """Each `out:TEXT` / `err:TEXT` written and flushed in turn: the order a reader of both sees."""
+    for item in spec:
+        stream, _, text = item.partition(":")
+        target = sys.stdout if stream == "out" else sys.stderr
+        target.write(text + "\n")
+        target.flush()
+    return 0
+
+
+def quick(argv: list[str]) -> bool:
+    """The `quick-…` behaviours are answered in the service's own process."""
+    return bool(argv) and argv[0].startswith("quick-")
+
+
 def main(argv: list[str]) -> int | None:
     match argv:
-        case ["report"]:
+        case ["report"] | ["quick-report"]:
             return _report()
+        case ["write", *spec] | ["quick-write", *spec]:
+            return _write(spec)
+        case ["quick-big", size]:
+            sys.stdout.write("y" * int(size))
+            return 0
+        case ["quick-exit", code]:
+            return int(code)
+        case ["quick-raise"]:
+            raise RuntimeError("boom")
         case ["exit", code]:
             return int(code)
         case ["cat"]:

@@ -394,6 +394,15 @@ def parse_args(args: list[str]) -> dict[str, str]:
     return parsed
 
 
+LOOPS = frozenset({"-l", "--loop", "-lms", "--loop-ms"})
+
+
+def quick(args: list[str]) -> bool:
+    """Every form but the loops reads the node's files once: the tool service answers it
+    without a fork (`cockpit_sim.tools.service.Quick`)."""
+    return not any(arg.split("=", 1)[0] in LOOPS for arg in args)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     node_dir = Path(os.environ.get("COCKPIT_SIM_NODE_DIR", "."))

@@ -1,5 +1,7 @@
 """The resident service behind a simulated fleet's node tools: the tools imported once, a fork per
-call, so a `docker ps` on a node costs a fork instead of a fresh interpreter.
+call, so a `docker ps` on a node costs a fork instead of a fresh interpreter; a call its tool
+says is quick (a query of the node's state files) is answered in the service itself, without the
+fork (`cockpit_sim.tools.answer`).
 
 `python -S -m cockpit_sim.tools.service SOCKET [NAME=MODULE ...]` listens on SOCKET (protocol in
 `callproto`). Each call forks a child that becomes the caller's tool: the caller's stdin, stdout,
@@ -30,6 +32,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from cockpit_sim.tools import answer
 from cockpit_sim.tools.callproto import (
     CWD_BIT,
     FORWARDED,
@@ -56,6 +59,11 @@ WARM_IMPORTS = ("subprocess", "threading", "hashlib", "tarfile", "traceback")
 
 UCRED = struct.Struct("3i")  # SO_PEERCRED: pid, uid, gid
 Tool = Callable[[list[str]], int | None]
+Quick = Callable[[list[str]], bool]
+"""A tool module's optional `quick(args)`: True for a call that only reads (and atomically
+rewrites) the node's files and returns at once, reading no stdin and needing no cwd, terminal,
+nice or session of its own. The service runs such a call in its own process, with the caller's
+argv, environment and umask, and forks only to finish writing to a reader that is slow."""
 HELD = frozenset({*FORWARDED, signal.SIGCHLD})
 """Blocked across a fork until the child has its own handlers: a forwarded signal must not run
 the service's (SIGTERM's exits the service). A small set: the mask comes back as enums."""
@@ -88,13 +96,17 @@ class Call:
     done: bool = False  # reaped (a later event of the same batch finds it so)
 
 
-def load_tools(specs: Mapping[str, str]) -> dict[str, Tool]:
-    """name → the `main(argv)` of its module (`module` or `module:function`)."""
-    tools = {}
+def load_tools(specs: Mapping[str, str]) -> tuple[dict[str, Tool], dict[str, Quick]]:
+    """name → the `main(argv)` of its module (`module` or `module:function`), and name → the
+    module's `quick` for the tools that have one."""
+    tools, quick = {}, {}
     for name, spec in specs.items():
-        module, _, function = spec.partition(":")
-        tools[name] = getattr(importlib.import_module(module), function or "main")
-    return tools
+        module_name, _, function = spec.partition(":")
+        module = importlib.import_module(module_name)
+        tools[name] = getattr(module, function or "main")
+        if callable(getattr(module, "quick", None)):
+            quick[name] = module.quick
+    return tools, quick
 
 
 def _recv_exact(conn: socket.socket, size: int) -> bytes:
@@ -269,9 +281,15 @@ def _exit_code(code: object) -> int:
 class ToolService:
     """The accept/fork/reap loop (one thread; every call's child runs on its own)."""
 
-    def __init__(self, listener: socket.socket, tools: Mapping[str, Tool]) -> None:
+    def __init__(
+        self,
+        listener: socket.socket,
+        tools: Mapping[str, Tool],
+        quick: Mapping[str, Quick] | None = None,
+    ) -> None:
         self.listener = listener
         self.tools = dict(tools)
+        self.quick = dict(quick or {})
         self.calls: dict[int, Call] = {}  # pid → call
         self.selector = selectors.DefaultSelector()
         self.uid = os.getuid()
@@ -322,6 +340,50 @@ class ToolService:
                 conn.sendall(REPLY.pack(REPLY_MAGIC, 127 << 8))
             conn.close()
             return
+        if self._is_quick(request) and self._answer(conn, request, tool):
+            return
+        self._fork(conn, request, lambda: run_tool(tool, request.argv[1:]))
+
+    def _is_quick(self, request: Request) -> bool:
+        quick = self.quick.get(request.tool)
+        try:
+            return quick is not None and quick(request.argv[1:])
+        except Exception:  # a predicate's bug costs a fork, not the call
+            return False
+
+    def _answer(self, conn: socket.socket, request: Request, tool: Tool) -> bool:
+        """Run a quick call here and reply; False (nothing done) when its stdout or stderr is
+        a terminal or closed: then it is forked, as it may care."""
+        if not all(
+            target in request.fds and answer.plain(request.fds[target]) for target in (1, 2)
+        ):
+            return False
+        signal.pthread_sigmask(signal.SIG_BLOCK, HELD)  # a stop must not end as the tool's exit
+        saved_env, saved_argv, saved_umask = dict(os.environ), sys.argv, os.umask(request.umask)
+        try:
+            with answer.captured() as chunks:
+                _take_environment(request.env)
+                sys.argv = list(request.argv)
+                code = run_tool(tool, request.argv[1:])
+        finally:
+            _take_environment(saved_env)
+            sys.argv = saved_argv
+            os.umask(saved_umask)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD)
+        code, rest = answer.deliver(chunks, request.fds, code)
+        if rest:  # a reader slower than the call: a child waits on it instead of the service
+            self._fork(conn, request, lambda: answer.write_rest(rest, code))
+            return True
+        for fd in request.fds.values():
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            conn.setblocking(True)
+            conn.sendall(REPLY.pack(REPLY_MAGIC, code << 8))
+        conn.close()
+        return True
+
+    def _fork(self, conn: socket.socket, request: Request, work: Callable[[], int]) -> None:
+        """A child that becomes the caller's tool and does `work`; its wait status is the reply."""
         signal.pthread_sigmask(signal.SIG_BLOCK, HELD)
         try:
             pid = os.fork()
@@ -329,7 +391,7 @@ class ToolService:
                 code = 1
                 try:
                     _become_tool(request, self._libc)
-                    code = run_tool(tool, request.argv[1:])
+                    code = work()
                 finally:
                     os._exit(code)
         finally:  # a fork that failed (EAGAIN) must not leave SIGTERM blocked: the service deaf
@@ -418,7 +480,7 @@ def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     specs = {name: TOOLS[name] for name in SERVED}
     specs.update(arg.split("=", 1) for arg in args[1:])
-    tools = load_tools(specs)
+    tools, quick = load_tools(specs)
     for module in WARM_IMPORTS:
         importlib.import_module(module)
     libc = _libc()
@@ -437,7 +499,7 @@ def main(argv: list[str] | None = None) -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)  # the starter stops reading once ready
     os.close(devnull)
-    service = ToolService(listener, tools)
+    service = ToolService(listener, tools, quick)
     try:
         service.serve()
     finally:

@@ -72,6 +72,28 @@ GROUPS: dict[tuple[str, str], Command] = {
     ("image", "rm"): cmd_rmi,
 }
 
+QUICK = frozenset({"ps", "images", "inspect", "info", "version", "--version", "-v"})
+QUICK_GROUPS = frozenset(
+    {
+        ("container", "ls"),
+        ("container", "ps"),
+        ("container", "list"),
+        ("container", "inspect"),
+        ("system", "info"),
+        ("image", "ls"),
+        ("image", "list"),
+        ("image", "inspect"),
+    }
+)
+
+
+def quick(args: list[str]) -> bool:
+    """The listings and inspections: they only read the node's state files, so the tool service
+    answers them without a fork (`cockpit_sim.tools.service.Quick`)."""
+    if len(args) >= 2 and (args[0], args[1]) in GROUPS:
+        return (args[0], args[1]) in QUICK_GROUPS
+    return bool(args) and args[0] in QUICK
+
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
