@@ -34,7 +34,9 @@ core. RSS: VmRSS of the TUI process.
 `--soak-min M`: then M minutes at 8 nodes with the lane serving and benches back to back, RSS
 sampled every 30 s: printed at 10 minutes, and the spread (max − min over their mean) of the
 samples of the last 20 minutes. `--soak-only` runs only the soak, with a log flood of
-`--flood-lps` lines a second into the lane's container logs, as its own results section.
+`--flood-lps` lines a second into the lane's container logs, as its own results section;
+`--soak-nodes 8,128` soaks at each fleet size in turn (the lane on two of the nodes) and gives
+each size's RSS at 10 minutes as a ratio to the 8-node one (section `tui_soak_nodes`).
 """
 
 from __future__ import annotations
@@ -413,18 +415,20 @@ class LogFlood:
             self._thread.join()
 
 
-def soak(work: Path, minutes: float, flood_lps: int) -> tuple[list[tuple[float, float]], float]:
+def soak(
+    work: Path, minutes: float, flood_lps: int, nodes: int = 8
+) -> tuple[list[tuple[float, float]], float]:
     """(minutes, RSS MiB) every 30 s with the lane serving, benches back to back and (when
     `flood_lps`) a log flood; and the flood's achieved lines a second."""
     samples: list[tuple[float, float]] = []
-    with SimFleet(work / "soak", 8, owner_pid=os.getpid()) as fleet:
-        inv, reports = fleet.inventory_dir, work / "soak-reports"
+    with SimFleet(work / f"soak{nodes}", nodes, owner_pid=os.getpid()) as fleet:
+        inv, reports = fleet.inventory_dir, work / f"soak{nodes}-reports"
         cockpit(inv, "launch", "--recipe", RECIPE, "--cluster", CLUSTER)
-        term = open_tui(fleet, reports, 8)
+        term = open_tui(fleet, reports, nodes)
         bench = [*COCKPIT, "--inventory", str(inv), "bench", "--recipe", RECIPE, "--cluster",
                  CLUSTER, "--label", "soak", "--reports", str(reports), *BENCH]  # fmt: skip
         benches = BenchLoop(bench)
-        flood = LogFlood(work / "soak", flood_lps) if flood_lps else None
+        flood = LogFlood(work / f"soak{nodes}", flood_lps) if flood_lps else None
         t0 = time.perf_counter()
         try:
             if flood is not None:
@@ -434,8 +438,8 @@ def soak(work: Path, minutes: float, flood_lps: int) -> tuple[list[tuple[float, 
                 benches.keep_going()
                 samples.append((elapsed / 60, term.rss_mib()))
                 lines = f", {flood.sent:,} flood lines" if flood else ""
-                print(f"  soak {elapsed / 60:5.1f} min  RSS {samples[-1][1]:.1f} MiB{lines}",
-                      flush=True)  # fmt: skip
+                print(f"  soak {nodes} nodes {elapsed / 60:5.1f} min  RSS "
+                      f"{samples[-1][1]:.1f} MiB{lines}", flush=True)  # fmt: skip
                 time.sleep(30)
         finally:
             if flood is not None:
@@ -445,17 +449,52 @@ def soak(work: Path, minutes: float, flood_lps: int) -> tuple[list[tuple[float, 
     return samples, (flood.sent / (time.perf_counter() - t0) if flood else 0.0)
 
 
-def soak_report(soaked: list[tuple[float, float]], minutes: float, flood_lps: float) -> str:
-    at10 = min(soaked, key=lambda s: abs(s[0] - 10))
-    last = [rss for minute, rss in soaked if minute >= soaked[-1][0] - 20]
+def at_10_min(soaked: list[tuple[float, float]]) -> tuple[float, float]:
+    return min(soaked, key=lambda s: abs(s[0] - 10))
+
+
+def soak_report(
+    soaked: list[tuple[float, float]], minutes: float, flood_lps: float, nodes: int = 8
+) -> str:
+    at10 = at_10_min(soaked)
+    window = min(20.0, minutes / 2)  # the issue's last 20 of 30 minutes; of a shorter soak, half
+    last = [rss for minute, rss in soaked if minute >= soaked[-1][0] - window]
     spread = (max(last) - min(last)) / statistics.mean(last)
     flood = f", a log flood of {flood_lps:,.0f} lines/s" if flood_lps else ""
     return (
-        f"Soak, {minutes:g} min at 8 nodes, the lane serving, benches back to back{flood}: "
+        f"Soak, {minutes:g} min at {nodes} nodes, the lane serving, benches back to back{flood}: "
         f"RSS {soaked[0][1]:.0f} MiB at start, {at10[1]:.0f} MiB at {at10[0]:.0f} min, "
-        f"{soaked[-1][1]:.0f} MiB at the end; over the last 20 min "
+        f"{soaked[-1][1]:.0f} MiB at the end; over the last {window:g} min "
         f"{min(last):.0f}-{max(last):.0f} MiB, **spread {100 * spread:.1f} %**."
     )
+
+
+def soak_only(work: Path, minutes: float, flood_lps: int, sizes: list[int]) -> str:
+    """The soak at each fleet size in turn, as its results section."""
+    runs = {nodes: soak(work, minutes, flood_lps, nodes) for nodes in sizes}
+    nodes_arg = "" if sizes == [8] else f" --soak-nodes {','.join(map(str, sizes))}"
+    parts = [
+        "## TUI soak: RSS with a lane, benches and a log flood"
+        + ("" if sizes == [8] else ", by fleet size"),
+        f"`python benchmarks/tui_keys.py --soak-only --soak-min {minutes:g} "
+        f"--flood-lps {flood_lps}{nodes_arg}` ({date.today()})",
+    ]
+    for nodes, (soaked, achieved) in runs.items():
+        parts.append(
+            soak_report(soaked, minutes, achieved, nodes)
+            + "\n\nRSS MiB every 30 s: "
+            + ", ".join(f"{rss:.0f}" for _, rss in soaked)
+        )
+    if 8 in runs and len(runs) > 1:
+        base = at_10_min(runs[8][0])[1]
+        parts.append(
+            "RSS at 10 min, ratio to 8 nodes: "
+            + "; ".join(
+                f"{nodes} nodes {at_10_min(soaked)[1]:.0f} MiB ×{at_10_min(soaked)[1] / base:.2f}"
+                for nodes, (soaked, _) in runs.items()
+            )
+        )
+    return "\n\n".join(parts)
 
 
 def ratio(value: float | None) -> str:
@@ -520,25 +559,18 @@ def main() -> None:
         "--soak-only", action="store_true", help="only the soak (its own results section)"
     )
     parser.add_argument("--flood-lps", type=int, default=2000, help="the soak's log flood")
+    parser.add_argument("--soak-nodes", default="8", help="the soak's fleet sizes, e.g. 8,128")
     parser.add_argument("--write-results", action="store_true")
     args = parser.parse_args()
     compileall.compile_dir(str(ROOT / "cockpit"), quiet=1)
     with tempfile.TemporaryDirectory(prefix="cockpit-tui-keys-") as tmp:
         work = Path(tmp)
         if args.soak_only:
-            minutes = args.soak_min or 30.0
-            soaked, achieved = soak(work, minutes, args.flood_lps)
-            text = (
-                "## TUI soak: RSS with a lane, benches and a log flood\n\n"
-                f"`python benchmarks/tui_keys.py --soak-only --soak-min {minutes:g} "
-                f"--flood-lps {args.flood_lps}` ({date.today()})\n\n"
-                + soak_report(soaked, minutes, achieved)
-                + "\n\nRSS MiB every 30 s: "
-                + ", ".join(f"{rss:.0f}" for _, rss in soaked)
-            )
+            sizes = [int(n) for n in args.soak_nodes.split(",")]
+            text = soak_only(work, args.soak_min or 30.0, args.flood_lps, sizes)
             print(text)
             if args.write_results:
-                write_section("tui_soak", text)
+                write_section("tui_soak" if sizes == [8] else "tui_soak_nodes", text)
             return
         scenes = serving_scenes(work, args.presses, args.idle_s)
         print(report(scenes, [], args.presses, args.idle_s, 0), flush=True)
