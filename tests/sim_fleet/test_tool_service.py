@@ -22,7 +22,13 @@ import pytest
 
 from cockpit_sim.fleet import SimFleet
 from cockpit_sim.fleet.toolservice import compiled_frontend, write_frontend
-from cockpit_sim.tools.callproto import SERVICE_GONE, SOCKET_NAME
+from cockpit_sim.tools.callproto import (
+    REPLY,
+    REPLY_MAGIC,
+    SERVICE_GONE,
+    SOCKET_NAME,
+    encode_request,
+)
 from cockpit_sim.tools.frontend import send_request
 from cockpit_sim.tools.launchers import TOOLS, pythonpath
 from cockpit_sim.tools.service import Request, ToolService, load_tools
@@ -392,6 +398,31 @@ def test_a_quick_call_whose_reader_is_gone_ends_with_broken_pipe(target: Path) -
     finally:
         os.close(write)
     assert (result.returncode, result.stderr) == (1, "")
+
+
+def test_a_quick_call_whose_environment_cannot_be_set_fails_alone(
+    target: Path, service: Service, tmp_path: Path
+) -> None:
+    """An entry the environment refuses (an empty name) fails that call with its reason; the
+    service keeps its own environment and serves the next call."""
+    err_path = tmp_path / "stderr"
+    with (
+        socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock,
+        open(os.devnull, "wb") as out,
+        open(err_path, "wb") as err,
+    ):
+        sock.settimeout(10)  # without an answer: a caller left waiting
+        sock.connect(str(service.root / SOCKET_NAME))
+        request = encode_request(
+            b"target", [b"target", b"quick-report"], [b"=x", b"PATH=/bin"],
+            mask=0b110, nice=0, umask=0o022, ignored=0,
+        )  # fmt: skip
+        send_request(sock, request, [out.fileno(), err.fileno()])
+        magic, status = REPLY.unpack(sock.recv(REPLY.size, socket.MSG_WAITALL))
+    assert (magic, os.waitstatus_to_exitcode(status)) == (REPLY_MAGIC, 1)
+    assert "OSError: [Errno 22] Invalid argument" in err_path.read_text()
+    report = _quick_report(target, env={"TARGET_C": "3", "PATH": "/usr/bin:/bin"})
+    assert report["names"] == ["PATH", "TARGET_C"]
 
 
 @pytest.mark.parametrize(

@@ -279,7 +279,8 @@ def _exit_code(code: object) -> int:
 
 
 class ToolService:
-    """The accept/fork/reap loop (one thread; every call's child runs on its own)."""
+    """The accept/fork/reap loop (one thread; every call's child runs on its own, and a quick
+    call runs in this thread, briefly)."""
 
     def __init__(
         self,
@@ -362,9 +363,13 @@ class ToolService:
         saved_env, saved_argv, saved_umask = dict(os.environ), sys.argv, os.umask(request.umask)
         try:
             with answer.captured() as chunks:
-                _take_environment(request.env)
-                sys.argv = list(request.argv)
-                code = run_tool(tool, request.argv[1:])
+                try:
+                    _take_environment(request.env)
+                    sys.argv = list(request.argv)
+                    code = run_tool(tool, request.argv[1:])
+                except Exception:  # the call's set-up failed: it fails, the service goes on
+                    traceback.print_exc()
+                    code = 1
         finally:
             _take_environment(saved_env)
             sys.argv = saved_argv
