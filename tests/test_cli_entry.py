@@ -49,6 +49,32 @@ def test_the_help_lists_each_command_by_its_own_short_help_and_imports_none() ->
     )
 
 
+LIGHT = (
+    "lanes",
+    "validate",
+    "render",
+    "fit",
+    "report",
+    "history",
+    "recipe",
+    "import",
+    "completion",
+)
+"""The commands that read files only: none may pay asyncssh's import (issue 18: `report show`
+took a second importing it through `bench.remote`), nor Textual's."""
+
+
+@pytest.mark.parametrize("name", LIGHT)
+def test_a_light_command_imports_neither_asyncssh_nor_textual(name: str) -> None:
+    module = f"cockpit.cli.{COMMAND_MODULES[name]}"
+    loaded = subprocess.run(
+        [sys.executable, "-c", f"import sys, {module}\n"
+         "print(sorted(m for m in ('asyncssh', 'textual') if m in sys.modules))"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert loaded.stdout.strip() == "[]"
+
+
 def test_help_lists_every_command_and_version_works() -> None:
     result = run_cockpit("--help")
     assert result.returncode == 0
