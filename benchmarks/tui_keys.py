@@ -515,7 +515,7 @@ def report(scenes: list[Scene], soaked: list[tuple[float, float]], presses: int,
         f"Key→frame: `?` (help, open / close) and `m` (maximise / restore) until the screen "
         f"shows the change, over {presses} presses each. Each floor row is the empty app "
         f"under the load of the cockpit row above it; p95 ratios: to the same key at 8 nodes, "
-        f"and to the floor under the same load.",
+        f"and to the floor under the same load; idle CPU and RSS: ratio to the 8-node scene's.",
         "",
         "| scene | key | key→frame p50 ms | p95 ms | ÷ 8 nodes | ÷ floor | max ms "
         "| CPU ms a press | idle CPU % of a core | RSS MiB |",
@@ -529,10 +529,15 @@ def report(scenes: list[Scene], soaked: list[tuple[float, float]], presses: int,
             to_base = p95 / percentile(base.latencies[key], 0.95) if cockpit_row else None
             to_floor = p95 / percentile(floor.latencies[key], 0.95) if floor else None
             idle = "–" if s.idle_cpu is None else f"{s.idle_cpu:.1f}"
+            if s.idle_cpu is not None and base.idle_cpu and s is not base:
+                idle += f" {ratio(s.idle_cpu / base.idle_cpu)}"
+            rss = f"{s.rss_mib or 0:.0f}"
+            if cockpit_row and s.rss_mib and base.rss_mib and s is not base:
+                rss += f" {ratio(s.rss_mib / base.rss_mib)}"
             rows.append(
                 f"| {s.name} | {key} | {p50:.0f} | {p95:.0f} | {ratio(to_base)} "
                 f"| {ratio(to_floor)} | {max(latencies):.0f} | {s.press_cpu_ms.get(key, 0):.0f} "
-                f"| {idle} | {s.rss_mib or 0:.0f} |"
+                f"| {idle} | {rss} |"
             )
     if base.bench_with_s and base.bench_without_s:
         without = statistics.median(base.bench_without_s)
