@@ -199,7 +199,11 @@ async def test_a_cockpit_opened_while_a_worker_is_down_shows_the_heads_lane_thro
 ) -> None:
     """Issue 19: "while one node was down the Nodes pane showed the head of the only serving
     lane with lane/rank '–'": a cockpit opened then hears the head's GPU before its container
-    list; every state it goes through says unknown until the list comes, never none."""
+    list; every state it goes through says unknown until the list comes, never none. Whether
+    a state between the two is seen depends on the list's speed (the tool service answers
+    `docker ps` in about a millisecond, so it often comes in the GPU sample's own tick): that
+    state itself is held by test_truth's
+    `test_a_node_heard_before_its_containers_shows_them_unknown_not_none`."""
     monkeypatch.setenv("COCKPIT_STATE_DIR", str(tmp_path / "state"))
     fleet = fleet_factory(2, speed=SPEED)
     inventory = load_inventory(fleet.inventory_dir)
@@ -223,6 +227,5 @@ async def test_a_cockpit_opened_while_a_worker_is_down_shows_the_heads_lane_thro
             await batches.aclose()  # type: ignore[attr-defined]
     fleet.start_node("dgx2")
     assert seen[-1] == ("up", f"{QWEN}/r0", "serving · dgx2 unreachable"), seen
-    assert any(cell == "…" for link, cell, _ in seen if link == "up"), seen  # heard, no list yet
     assert all(cell != "–" for _, cell, _ in seen), seen
     assert all(not state.startswith("stopped") for _, _, state in seen), seen
