@@ -99,13 +99,19 @@ def _write_now(fd: int, data: bytes) -> int:
         except OSError as exc:
             if exc.errno == errno.ENXIO:  # a pipe with no reader left
                 raise BrokenPipeError(errno.EPIPE, "no reader") from exc
-            raise
+            return 0  # no descriptor of its own: a child writes it all, as a tool would
         try:
             return _write_some(own, view)
         finally:
             os.close(own)
     if stat.S_ISSOCK(mode):
-        with socket.socket(fileno=os.dup(fd)) as sock:
+        copy = os.dup(fd)
+        try:
+            sock = socket.socket(fileno=copy)
+        except OSError:
+            os.close(copy)
+            return 0
+        with sock:
             done = 0
             while done < len(view):
                 try:
