@@ -42,6 +42,7 @@ async def _run(req: BenchRequest) -> tuple[list, SweepFinished]:
     return events, last
 
 
+@pytest.mark.timing  # the collapse is a ratio of two decode rates measured in wall time
 async def test_cold_c2_sweep_is_flagged_at_every_deep_point(
     flash_lane: str, tmp_path: Path
 ) -> None:

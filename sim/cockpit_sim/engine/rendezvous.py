@@ -43,21 +43,24 @@ class HeadLink:
     async def _on_worker(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             hello = json.loads(await reader.readline())
-        except ValueError:
+        except (ValueError, ConnectionError):
             writer.close()
             return
         rank = int(hello.get("rank", -1))
         self._writers[rank] = writer
         if len(self._writers) >= self.expected:
             self._joined.set()
-        while line := await reader.readline():
-            try:
-                message = json.loads(line)
-            except ValueError:
-                continue
-            if message.get("type") == "at":
-                self._reached[str(message.get("checkpoint"))].add(rank)
-                self._progress.set()
+        try:
+            while line := await reader.readline():
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    continue
+                if message.get("type") == "at":
+                    self._reached[str(message.get("checkpoint"))].add(rank)
+                    self._progress.set()
+        except ConnectionError:  # a reset: the worker died with the head's last messages unread
+            pass
         if self._writers.pop(rank, None) is not None and self.lost_rank is None:
             self.lost_rank = rank
             self.lost.set()
