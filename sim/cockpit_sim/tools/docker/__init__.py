@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from cockpit_sim.tools import dockerinfo
@@ -32,6 +33,9 @@ from cockpit_sim.tools.docker.transfer import cmd_load, cmd_save
 from cockpit_sim.tools.nodestate import NodeState
 
 Command = Callable[[NodeState, list[str]], int]
+INSPECT_ANY: Command = partial(cmd_inspect, kind="any")
+INSPECT_CONTAINER: Command = partial(cmd_inspect, kind="container")
+INSPECT_IMAGE: Command = partial(cmd_inspect, kind="image")
 COMMANDS: dict[str, Command] = {
     "ps": cmd_ps,
     "run": cmd_run,
@@ -39,7 +43,7 @@ COMMANDS: dict[str, Command] = {
     "rm": cmd_rm,
     "logs": cmd_logs,
     "images": cmd_images,
-    "inspect": lambda s, a: cmd_inspect(s, a, "any"),
+    "inspect": INSPECT_ANY,
     "save": cmd_save,
     "load": cmd_load,
     "pull": cmd_pull,
@@ -58,13 +62,13 @@ GROUPS: dict[tuple[str, str], Command] = {
     ("container", "stop"): cmd_stop,
     ("container", "rm"): cmd_rm,
     ("container", "logs"): cmd_logs,
-    ("container", "inspect"): lambda s, a: cmd_inspect(s, a, "container"),
+    ("container", "inspect"): INSPECT_CONTAINER,
     ("container", "stats"): cmd_stats,
     ("container", "exec"): cmd_exec,
     ("system", "info"): cmd_info,
     ("image", "ls"): cmd_images,
     ("image", "list"): cmd_images,
-    ("image", "inspect"): lambda s, a: cmd_inspect(s, a, "image"),
+    ("image", "inspect"): INSPECT_IMAGE,
     ("image", "save"): cmd_save,
     ("image", "load"): cmd_load,
     ("image", "pull"): cmd_pull,
@@ -72,27 +76,24 @@ GROUPS: dict[tuple[str, str], Command] = {
     ("image", "rm"): cmd_rmi,
 }
 
-QUICK = frozenset({"ps", "images", "inspect", "info", "version", "--version", "-v"})
-QUICK_GROUPS = frozenset(
-    {
-        ("container", "ls"),
-        ("container", "ps"),
-        ("container", "list"),
-        ("container", "inspect"),
-        ("system", "info"),
-        ("image", "ls"),
-        ("image", "list"),
-        ("image", "inspect"),
-    }
+VERSION_FLAGS = ("--version", "-v")
+QUICK: frozenset[Command] = frozenset(
+    {cmd_ps, cmd_images, cmd_info, cmd_version, INSPECT_ANY, INSPECT_CONTAINER, INSPECT_IMAGE}
 )
+"""The listings and inspections, however they are spelled (`ps`, `container ls`, …)."""
+
+
+def resolve(args: list[str]) -> tuple[Command | None, list[str]]:
+    """The command `args` name (a group's two words first) and its own arguments."""
+    if len(args) >= 2 and (args[0], args[1]) in GROUPS:
+        return GROUPS[(args[0], args[1])], args[2:]
+    return (COMMANDS.get(args[0]) if args else None), args[1:]
 
 
 def quick(args: list[str]) -> bool:
     """The listings and inspections: they only read the node's state files, so the tool service
     answers them without a fork (`cockpit_sim.tools.service.Quick`)."""
-    if len(args) >= 2 and (args[0], args[1]) in GROUPS:
-        return (args[0], args[1]) in QUICK_GROUPS
-    return bool(args) and args[0] in QUICK
+    return bool(args) and (args[0] in VERSION_FLAGS or resolve(args)[0] in QUICK)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,15 +106,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args:
         err("Usage:  docker [OPTIONS] COMMAND")
         return 0
-    if args[0] in ("--version", "-v"):
+    if args[0] in VERSION_FLAGS:
         version = dockerinfo.SERVER_VERSION
         out(f"Docker version {version}, build {dockerinfo.CLIENT_COMMIT}\n")
         return 0
-    command: Command | None
-    if len(args) >= 2 and (args[0], args[1]) in GROUPS:
-        command, rest = GROUPS[(args[0], args[1])], args[2:]
-    else:
-        command, rest = COMMANDS.get(args[0]), args[1:]
+    command, rest = resolve(args)
     if command is None:
         err(f"docker: '{args[0]}' is not a docker command.\nSee 'docker --help'")
         return 1
