@@ -21,7 +21,8 @@ import os
 import socket
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 
 Chunks = list[tuple[int, bytes]]
 """What a call wrote, in the order it reached its descriptors: (1 or 2, bytes)."""
@@ -79,11 +80,12 @@ def plain(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISREG(mode)
 
 
-def _write_some(fd: int, data: memoryview) -> int:
+def _write_some(write: Callable[[memoryview], int], data: memoryview) -> int:
+    """As much of `data` as `write` takes before it would wait."""
     done = 0
     while done < len(data):
         try:
-            done += os.write(fd, data[done:])
+            done += write(data[done:])
         except BlockingIOError:
             break
     return done
@@ -101,7 +103,7 @@ def _write_now(fd: int, data: bytes) -> int:
                 raise BrokenPipeError(errno.EPIPE, "no reader") from exc
             return 0  # no descriptor of its own: a child writes it all, as a tool would
         try:
-            return _write_some(own, view)
+            return _write_some(partial(os.write, own), view)
         finally:
             os.close(own)
     if stat.S_ISSOCK(mode):
@@ -112,14 +114,8 @@ def _write_now(fd: int, data: bytes) -> int:
             os.close(copy)
             return 0
         with sock:
-            done = 0
-            while done < len(view):
-                try:
-                    done += sock.send(view[done:], socket.MSG_DONTWAIT)
-                except BlockingIOError:
-                    break
-            return done
-    return _write_some(fd, view)  # a file or /dev/null: no reader to wait on
+            return _write_some(lambda chunk: sock.send(chunk, socket.MSG_DONTWAIT), view)
+    return _write_some(partial(os.write, fd), view)  # a file or /dev/null: no reader to wait on
 
 
 def _merged(chunks: Chunks) -> Chunks:
