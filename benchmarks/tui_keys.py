@@ -486,13 +486,10 @@ def soak_only(work: Path, minutes: float, flood_lps: int, sizes: list[int]) -> s
             + ", ".join(f"{rss:.0f}" for _, rss in soaked)
         )
     if 8 in runs and len(runs) > 1:
-        base = at_10_min(runs[8][0])[1]
+        at10 = {nodes: at_10_min(soaked)[1] for nodes, (soaked, _) in runs.items()}
         parts.append(
             "RSS at 10 min, ratio to 8 nodes: "
-            + "; ".join(
-                f"{nodes} nodes {at_10_min(soaked)[1]:.0f} MiB ×{at_10_min(soaked)[1] / base:.2f}"
-                for nodes, (soaked, _) in runs.items()
-            )
+            + "; ".join(f"{n} nodes {rss:.0f} MiB ×{rss / at10[8]:.2f}" for n, rss in at10.items())
         )
     return "\n\n".join(parts)
 

@@ -119,8 +119,8 @@ def target(request: pytest.FixtureRequest, service: Service, frontend_binary: Pa
     return path
 
 
-def _report(target: Path, **options: object) -> dict[str, object]:
-    result = subprocess.run([str(target), "report"], capture_output=True, check=True, **options)  # type: ignore[call-overload]
+def _report(target: Path, behaviour: str = "report", **options: object) -> dict[str, object]:
+    result = subprocess.run([str(target), behaviour], capture_output=True, check=True, **options)  # type: ignore[call-overload]
     return json.loads(result.stdout)
 
 
@@ -316,23 +316,19 @@ def test_the_service_outlives_many_callers_signalled_at_once(
 # ------------------------------------------------------------------ quick calls, answered in the service
 
 
-def _quick_report(target: Path, **options: object) -> dict[str, object]:
-    result = subprocess.run(
-        [str(target), "quick-report"], capture_output=True, check=True, **options
-    )  # type: ignore[call-overload]
-    return json.loads(result.stdout)
-
-
 def test_a_quick_call_is_answered_by_the_service_with_the_callers_argv_environment_and_umask(
     target: Path, service: Service
 ) -> None:
     assert service.proc is not None
     current = os.umask(0)
     os.umask(current)
-    first = _quick_report(
-        target, env={"TARGET_A": "1", "PATH": "/usr/bin:/bin"}, preexec_fn=lambda: os.umask(0o027)
+    first = _report(
+        target,
+        "quick-report",
+        env={"TARGET_A": "1", "PATH": "/usr/bin:/bin"},
+        preexec_fn=lambda: os.umask(0o027),
     )
-    second = _quick_report(target, env={"TARGET_B": "2", "PATH": "/usr/bin:/bin"})
+    second = _report(target, "quick-report", env={"TARGET_B": "2", "PATH": "/usr/bin:/bin"})
     assert first["pid"] == second["pid"] == service.proc.pid  # no fork
     assert first["argv"] == [str(target), "quick-report"]
     assert first["env"] == {"TARGET_A": "1"}
@@ -421,7 +417,7 @@ def test_a_quick_call_whose_environment_cannot_be_set_fails_alone(
         magic, status = REPLY.unpack(sock.recv(REPLY.size, socket.MSG_WAITALL))
     assert (magic, os.waitstatus_to_exitcode(status)) == (REPLY_MAGIC, 1)
     assert "OSError: [Errno 22] Invalid argument" in err_path.read_text()
-    report = _quick_report(target, env={"TARGET_C": "3", "PATH": "/usr/bin:/bin"})
+    report = _report(target, "quick-report", env={"TARGET_C": "3", "PATH": "/usr/bin:/bin"})
     assert report["names"] == ["PATH", "TARGET_C"]
 
 
