@@ -1,11 +1,16 @@
-"""Run the real `cockpit` CLI in a subprocess, as an operator would."""
+"""Run the real `cockpit` CLI: in a subprocess as an operator would, or in this process through
+its console-script entry (`run_main`)."""
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 
 def run_cockpit(*args: str | Path, env: dict[str, str] | None = None, timeout: float = 60):
@@ -21,3 +26,33 @@ def run_cockpit(*args: str | Path, env: dict[str, str] | None = None, timeout: f
         env=full_env,
         timeout=timeout,
     )
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What one in-process `cockpit` run left: its exit code and its two streams."""
+
+    code: int
+    stdout: str
+    stderr: str
+
+
+def run_main(*args: str | Path, capsys: pytest.CaptureFixture[str]) -> Ran:
+    """`cockpit ARGS` through the console script's own entry (`main`: its error lines and exit
+    codes) in this process: a refusal costs no interpreter start, so a test can try hundreds."""
+    from cockpit.cli.main import main
+
+    capsys.readouterr()
+    saved = sys.argv
+    sys.argv = ["cockpit", *map(str, args)]
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        sys.argv = saved
+        gc.enable()  # main() pauses the collector until a command is loaded (cockpit.startup)
+        gc.unfreeze()
+    out, err = capsys.readouterr()
+    return Ran(code, out, err)

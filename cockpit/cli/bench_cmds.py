@@ -31,6 +31,7 @@ from cockpit.bench.remote import remote_argv, remote_events
 from cockpit.bench.run import BenchRequest, bench, make_driver, time_scale_default
 from cockpit.bench.sweep_plan import DRIVERS, field_value, written
 from cockpit.bench.tokenizer import lane_tokenizer, snapshot_dir
+from cockpit.cli.bounds import COUNT, POSITIVE, SECONDS
 from cockpit.cli.recording import cli_recorder
 from cockpit.cli.report_cmds import depth_charts
 from cockpit.cli.usable import usable_inventory
@@ -199,11 +200,13 @@ def _print_events_jsonl(req: BenchRequest, model: str, scale: float) -> None:
     help="Trim context and prompt by the chat template's tokens (llama-benchy's default).",
 )
 @click.option("--reports", type=click.Path(path_type=Path), default=Path("reports"))
-@click.option("--hang-timeout", default=300.0, show_default=True, help="Seconds of silence.")
+@click.option(
+    "--hang-timeout", type=SECONDS, default=300.0, show_default=True, help="Seconds of silence."
+)
 @click.option("--model", default=None, help="Served model name (default: asked).")
 @click.option(
     "--time-scale",
-    type=click.FloatRange(min=0.001),
+    type=POSITIVE,
     default=None,
     help="Engine seconds per wall second (a sped-up simulator; default $COCKPIT_TIME_SCALE or 1).",
 )
@@ -341,7 +344,9 @@ async def _watch(
 @click.option("--recipe")
 @click.option("--cluster")
 @click.option("--endpoint", help="A base URL instead of a lane.")
-@click.option("--tokens", default=64, show_default=True, help="Length of the streamed answer.")
+@click.option(
+    "--tokens", type=COUNT, default=64, show_default=True, help="Length of the streamed answer."
+)
 @click.pass_context
 def probe_cmd(
     ctx: click.Context,

@@ -45,3 +45,13 @@ class GuidedGroup(click.Group):
                 raise
             known = self.list_commands(ctx)
             raise InputError(unknown_command(typed, known, group_path(ctx))) from None
+
+
+def usage_line(exc: click.UsageError) -> str:
+    """A bad option or value in one line (click prints four: usage, a help hint, a blank, the
+    error), naming the option and the command whose --help lists the rest."""
+    message = " ".join(exc.format_message().split())
+    if exc.ctx is None:
+        return message
+    command = " ".join(word for word in ("cockpit", group_path(exc.ctx)) if word)
+    return f"{message} ({command} --help)"

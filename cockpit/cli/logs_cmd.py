@@ -15,6 +15,7 @@ from contextlib import aclosing
 
 import click
 
+from cockpit.cli.bounds import INDEX
 from cockpit.cli.usable import usable_inventory
 from cockpit.config import Inventory
 from cockpit.errors import EXIT_FAILED, EXIT_OK, InputError
@@ -86,7 +87,7 @@ async def _logs(
 
 @click.command("logs")
 @click.option("--lane", "-l", required=True, help="Lane (recipe name) whose logs to print.")
-@click.option("--rank", type=int, default=None, help="This rank only (default: the head, 0).")
+@click.option("--rank", type=INDEX, default=None, help="This rank only (default: the head, 0).")
 @click.option("--all", "-a", "every", is_flag=True, help="Every rank, interleaved by time.")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new lines (Ctrl-C ends).")
 @click.option(
@@ -113,8 +114,6 @@ def logs_cmd(
 
     if rank is not None and every:
         raise InputError("--rank and --all exclude each other: one rank, or every rank")
-    if rank is not None and rank < 0:
-        raise InputError(f"--rank {rank}: ranks count from 0 (the head)")
     since = None if since is None else check_since(since)
     inventory = usable_inventory((ctx.obj or {}).get("inventory"), cluster)
     main = _logs(inventory, lane, cluster=cluster, rank=rank, every=every, follow=follow,

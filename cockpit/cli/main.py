@@ -13,7 +13,7 @@ from rich.markup import escape
 
 from cockpit import __version__
 from cockpit.cli.completion import COMPLETE_VAR, with_completion
-from cockpit.cli.guided import GuidedGroup
+from cockpit.cli.guided import GuidedGroup, usage_line
 from cockpit.errors import CockpitError, InputError
 from cockpit.redact import shown
 from cockpit.startup import pause_collector, resume_collector
@@ -181,6 +181,9 @@ def main() -> None:
     try:
         result = cli.main(standalone_mode=False, complete_var=COMPLETE_VAR)
     except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.UsageError as exc:  # a bad option or value: one line, not click's four
+        err_console.print(f"[red]error:[/red] {escape(shown(usage_line(exc)))}")
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()

@@ -22,6 +22,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from cockpit import events as ev
+from cockpit.cli.bounds import SECONDS, SECONDS_OR_ZERO
 from cockpit.cli.usable import usable_inventory
 from cockpit.errors import InputError
 from cockpit.ops.interrupt import blocking_call, run_interruptible
@@ -221,11 +222,11 @@ def _exit(code: int) -> None:
               help="Copy the model snapshot to nodes that lack it first (from one that holds it)."
               )  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="Print the plan and the rank commands only.")
-@click.option("--boot-timeout", type=float, default=None, help="Seconds before a boot fails.")
-@click.option("--stall-timeout", type=float, default=None,
+@click.option("--boot-timeout", type=SECONDS, default=None, help="Seconds before a boot fails.")
+@click.option("--stall-timeout", type=SECONDS, default=None,
               help="Seconds without boot progress on any rank before the lane counts as hung "
                    "(default 600).")  # fmt: skip
-@click.option("--ready-watch", type=float, default=None,
+@click.option("--ready-watch", type=SECONDS_OR_ZERO, default=None,
               help="Seconds every rank must stay up after ready (default 3).")  # fmt: skip
 @click.pass_context
 def launch_cmd(
@@ -319,9 +320,9 @@ NO_ANSWER = (
     is_flag=True,
     help="If the new lane fails, launch the lane(s) that served before again.",
 )
-@click.option("--boot-timeout", type=float, default=None)
-@click.option("--stall-timeout", type=float, default=None)
-@click.option("--ready-watch", type=float, default=None)
+@click.option("--boot-timeout", type=SECONDS, default=None)
+@click.option("--stall-timeout", type=SECONDS, default=None)
+@click.option("--ready-watch", type=SECONDS_OR_ZERO, default=None)
 @click.pass_context
 def switch_cmd(
     ctx: click.Context,

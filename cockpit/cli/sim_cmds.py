@@ -10,6 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from cockpit.cli.bounds import Bounded
 from cockpit.cli.guided import GuidedGroup
 from cockpit.tui.operations import LaneTarget
 from cockpit_sim.fleet import SimFleet, default_dir
@@ -40,14 +41,14 @@ def _fleet_options(func: click.decorators.FC) -> click.decorators.FC:
             ),
             click.option(
                 "--speed",
-                type=click.FloatRange(min=0.01),
+                type=Bounded(float, 0.01),
                 default=1.0,
                 show_default=True,
                 help="Simulated time runs this many times faster.",
             ),
             click.option(
                 "--boot-speed",
-                type=click.FloatRange(min=0.01),
+                type=Bounded(float, 0.01),
                 default=None,
                 help="Time scale of the engines' boot phases only (default: --speed).",
             ),
@@ -68,7 +69,7 @@ def _fleet_options(func: click.decorators.FC) -> click.decorators.FC:
             ),
             click.option(
                 "--link-mbps",
-                type=click.FloatRange(min=0.001),
+                type=Bounded(float, 0.001),
                 default=None,
                 help="Node-to-node link rate (Mbit/s of real image bytes) for `ssh PEER`.",
             ),

@@ -192,7 +192,7 @@ def _logs_of_a_served_lane(fleet: SimFleet, state: Path) -> None:
     for args, error in [
         (("--rank", "5"), f"error: {QWEN} on 2nodes-dac has no container for rank 5 (ranks: 0 on dgx1, 1 on dgx2)"),
         (("--rank", "1", "--all"), "error: --rank and --all exclude each other: one rank, or every rank"),
-        (("--rank", "-1"), "error: --rank -1: ranks count from 0 (the head)"),
+        (("--rank", "-1"), "error: Invalid value for '--rank': -1 is out of range: give a number at least 0 and at most 4096 (cockpit logs --help)"),
         (("--since", "10 minutes"), "error: --since '10 minutes': give a duration such as 10m, 1h30m or 45s, or a time such as 2026-10-02T19:06:00Z"),
         (("--cluster", "4nodes-switch"), f"error: {QWEN} does not run on 4nodes-switch (its clusters: dgx56-switch, 2nodes-dac)"),
     ]:  # fmt: skip
