@@ -3,11 +3,16 @@ connection is opened (issue 31)."""
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import asyncssh
 import pytest
 
+from cockpit_sim.fleet import SimFleet
 from tests.cli_runner import Ran, run_main
 
 LANE = ("--recipe", "qwen3-0.6b-2x", "--cluster", "2nodes-dac")
@@ -66,3 +71,75 @@ def test_a_bad_number_is_refused_in_one_line_naming_its_option(
 ) -> None:
     assert_refused(run_main(*args, capsys=capsys), option)
     assert no_ssh == []
+
+
+@pytest.mark.parametrize(
+    "endpoint", ["file:///etc/passwd", "not a url", "127.0.0.1:30000", "http://[::1", "http://:80"]
+)
+@pytest.mark.parametrize("command", ["bench", "probe"])
+def test_an_endpoint_that_is_no_http_url_is_refused_before_any_request(
+    command: str, endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    extra = ("--tokenizer", str(tmp_path), "--label", "x") if command == "bench" else ()
+    ran = run_main(command, "--endpoint", endpoint, *extra, capsys=capsys)
+    assert_refused(ran, "--endpoint", repr(endpoint))
+
+
+@pytest.fixture
+def hang_up_port() -> Iterator[int]:
+    """A loopback port whose server closes every connection unanswered (a lane whose engine is
+    gone: its head's forward accepts, then hangs up)."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                conn, _ = server.accept()
+                conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join()
+    server.close()
+
+
+def _closed_port() -> int:
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        return server.getsockname()[1]  # nothing listens once it is closed
+
+
+@pytest.mark.parametrize("command", ["bench", "probe"])
+def test_an_endpoint_that_does_not_answer_is_one_line_and_exit_1(
+    command: str, hang_up_port: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    extra = ("--tokenizer", str(tmp_path), "--label", "x", "--reports", str(tmp_path))
+    for url, reason in [
+        (f"http://127.0.0.1:{_closed_port()}", "All connection attempts failed"),
+        (f"http://127.0.0.1:{hang_up_port}", "Server disconnected"),
+    ]:
+        ran = run_main(command, "--endpoint", url, *(extra if command == "bench" else ()),
+                       capsys=capsys)  # fmt: skip
+        lines = ran.stderr.splitlines()
+        assert (ran.code, len(lines)) == (1, 1), ran
+        assert f"the engine at {url} does not answer: {reason}" in lines[0]
+        assert "Traceback" not in ran.stderr + ran.stdout
+
+
+@pytest.mark.parametrize("command", ["bench", "probe"])
+def test_a_lane_that_is_not_running_is_named_with_its_head_not_a_local_port(
+    command: str, small_fleet: SimFleet, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    extra = ("--label", "x", "--depths", "0", "--concurrency", "1", "--reports", str(tmp_path))
+    ran = run_main("--inventory", small_fleet.inventory_dir, command, *LANE,
+                   *(extra if command == "bench" else ()), capsys=capsys)  # fmt: skip
+    lines = ran.stderr.splitlines()
+    assert (ran.code, len(lines)) == (1, 1), ran
+    assert lines[0].startswith(
+        "error: the engine of qwen3-0.6b-2x on 2nodes-dac (head dgx1; is the lane running? "
+        "cockpit status) does not answer: "
+    ), lines
+    assert "127.0.0.1" not in lines[0] and "Traceback" not in ran.stderr + ran.stdout

@@ -15,6 +15,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from cockpit.errors import CockpitError
+
 _DEV = re.compile(r"\bdev\s+(\S+)")
 STATUS_PATH = "/v1/sparkring/status/view"
 
@@ -73,9 +75,29 @@ async def engine_status(http: httpx.AsyncClient, base_url: str) -> dict[str, obj
     return data if isinstance(data, dict) else {}
 
 
+class EngineUnanswered(CockpitError):
+    """The engine's first answer (`GET /v1/models`) did not come, or was not an OpenAI-compatible
+    server's: nothing listens there, the connection dropped, or something else serves the port.
+    The reason is one line; the command says which lane or endpoint it was."""
+
+
+def unanswered(exc: httpx.HTTPError) -> str:
+    """An HTTP failure as one line: the status of a refused request, or what the transport said."""
+    if isinstance(exc, httpx.HTTPStatusError):
+        return f"HTTP {exc.response.status_code} from {exc.request.url.path}"
+    first = str(exc).strip().splitlines()
+    return first[0] if first else type(exc).__name__
+
+
 async def served_models(http: httpx.AsyncClient, base_url: str) -> list[dict[str, object]]:
     """The entries of `GET /v1/models` (vLLM's carry `max_model_len`)."""
-    resp = await http.get(f"{base_url}/v1/models")
-    resp.raise_for_status()
-    data = resp.json().get("data")
+    try:
+        resp = await http.get(f"{base_url}/v1/models")
+        resp.raise_for_status()
+        body = resp.json()
+    except httpx.HTTPError as exc:
+        raise EngineUnanswered(unanswered(exc)) from None
+    except ValueError:  # a page, not JSON
+        raise EngineUnanswered("/v1/models did not answer JSON (not an OpenAI API?)") from None
+    data = body.get("data") if isinstance(body, dict) else None
     return [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []

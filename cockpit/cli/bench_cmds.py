@@ -14,8 +14,10 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import click
+import httpx
 from rich.console import Console, Group
 from rich.live import Live
 from rich.markup import escape
@@ -25,6 +27,7 @@ from rich.text import Text
 from cockpit.bench import artifacts
 from cockpit.bench import events as bev
 from cockpit.bench import probe as bench_probe
+from cockpit.bench.environment import EngineUnanswered, served_models, unanswered
 from cockpit.bench.events import event_line
 from cockpit.bench.models import PointResult, PointSpec, SweepPlan
 from cockpit.bench.remote import remote_argv, remote_events
@@ -56,6 +59,47 @@ def _plan_field(ctx: click.Context, param: click.Parameter, value: str) -> int |
         return field_value(str(param.name), value)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
+
+
+def _is_base_url(value: str) -> bool:
+    """http(s), a host, a port (if any) from 1 to 65535, no blank or control character."""
+    if any(c.isspace() or not c.isprintable() for c in value):
+        return False
+    try:
+        parts = urlsplit(value)
+        port = parts.port  # a ValueError when not a number from 0 to 65535
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname) and port != 0
+
+
+def _endpoint(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An http(s) base URL, refused otherwise before any request is made (httpx answered
+    `file:///etc/passwd` or `127.0.0.1:30000` with a traceback)."""
+    if value is None:
+        return None
+    if not _is_base_url(value):
+        raise click.BadParameter(
+            f"{value!r} is not an http(s) base URL such as http://127.0.0.1:8000"
+        )
+    return value.rstrip("/")
+
+
+def _unanswered(where: str, exc: EngineUnanswered | httpx.HTTPError) -> EngineUnanswered:
+    """The engine that did not answer, named by its lane or endpoint (not by a local forward's
+    port), in one line."""
+    reason = unanswered(exc) if isinstance(exc, httpx.HTTPError) else str(exc)
+    return EngineUnanswered(f"{where} does not answer: {reason}")
+
+
+def _engine_of(plan: LanePlan | None, endpoint: str | None) -> str:
+    if plan is None:
+        return f"the engine at {endpoint}"
+    head = plan.ranks[0].node
+    return (
+        f"the engine of {plan.recipe.name} on {plan.cluster.name} (head {head}; is the lane "
+        "running? cockpit status)"
+    )
 
 
 def _lane_plan(
@@ -139,7 +183,9 @@ def _print_events_jsonl(req: BenchRequest, model: str, scale: float) -> None:
 @click.command(name="bench")
 @click.option("--recipe", help="Lane recipe (with --cluster); or give --endpoint.")
 @click.option("--cluster")
-@click.option("--endpoint", help="An OpenAI-compatible base URL instead of a lane.")
+@click.option(
+    "--endpoint", callback=_endpoint, help="An OpenAI-compatible base URL instead of a lane."
+)
 @click.option("--lane", "lane_name", help="Lane name for the report (with --endpoint).")
 @click.option("--label", required=True, help="Report label, e.g. sparkring-honest-baseline.")
 @click.option(
@@ -309,8 +355,11 @@ def bench_cmd(
                 bench(lane_req, source=source, local_url=local_url), table, run_record.observe
             )
 
-    with cli_recorder() as recorder, recording(recorder) as run_record:
-        last = run_interruptible(run())  # SIGTERM/SIGHUP cancel the sweep as Ctrl-C does
+    try:
+        with cli_recorder() as recorder, recording(recorder) as run_record:
+            last = run_interruptible(run())  # SIGTERM/SIGHUP cancel the sweep as Ctrl-C does
+    except (EngineUnanswered, httpx.HTTPError) as exc:
+        raise _unanswered(_engine_of(plan, endpoint), exc) from None
     for result in table.results.values():
         for flag in result.flags:
             console.print(f"[red]{escape(result.spec.label)}[/red]: {escape(flag.message)}")
@@ -343,7 +392,7 @@ async def _watch(
 @click.command(name="probe")
 @click.option("--recipe")
 @click.option("--cluster")
-@click.option("--endpoint", help="A base URL instead of a lane.")
+@click.option("--endpoint", callback=_endpoint, help="A base URL instead of a lane.")
 @click.option(
     "--tokens", type=COUNT, default=64, show_default=True, help="Length of the streamed answer."
 )
@@ -359,12 +408,11 @@ def probe_cmd(
     lane = None if endpoint else _lane_plan(ctx, recipe, cluster)
 
     async def observe(url: str) -> bench_probe.ProbeResult:
-        import httpx
-
-        from cockpit.bench.client import served_model
-
         async with httpx.AsyncClient(timeout=30.0) as http:
-            model = await served_model(http, url)
+            listed = await served_models(http, url)
+        if not listed:
+            raise EngineUnanswered("/v1/models lists no model")
+        model = str(listed[0].get("id", ""))
         return await bench_probe.probe(url, model, time_scale_default(), tokens)
 
     async def run() -> bench_probe.ProbeResult:
@@ -374,7 +422,10 @@ def probe_cmd(
         async with pool_for(inventory) as pool:
             return await observe(await readiness.base_url(pool, plan))
 
-    result = asyncio.run(run())
+    try:
+        result = asyncio.run(run())
+    except (EngineUnanswered, httpx.HTTPError) as exc:
+        raise _unanswered(_engine_of(lane[1] if lane else None, endpoint), exc) from None
     console.print(
         f"health: 8-token chat in [bold]{result.health_latency_ms:.0f} ms[/bold] "
         f"({result.health_tokens} tokens: {escape(result.health_answer[:40])!r})"
