@@ -7,7 +7,7 @@ would run it. Both hold the same images (same ids, digests, labels), so structur
 types), the texts the cockpit and its peers read (error lines, progress lines, table headers) and
 exit codes are compared; values that legitimately differ (ids of containers, times, paths, pids)
 are normalised explicitly. What the simulator still does not do is GAPS: each entry is proven by
-a probe that sees the difference, and the README lists exactly those entries, so the list can
+a probe that sees the difference, and the manual lists exactly those entries, so the list can
 neither grow silently (a new difference fails a comparison) nor go stale (a mended gap fails its
 probe).
 
@@ -46,7 +46,7 @@ from cockpit_sim.tools.nodestate import REGISTRY_DOWN, NodeState, new_image, wri
 
 pytestmark = pytest.mark.realdocker
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+MANUAL_PAGE = Path(__file__).resolve().parents[2] / "docs/simulated-fleet.md"
 LABELS = {
     "cockpit.lane": "t1",
     "com.example.comma": "a,b",
@@ -765,9 +765,9 @@ def test_each_gap_is_still_a_difference(clean: Pair, gap: str) -> None:
 
 
 def test_the_gap_list_is_the_documented_one() -> None:
-    """README's list of what the simulated docker does not do is exactly GAPS (printed)."""
+    """The manual's list of what the simulated docker does not do is exactly GAPS (printed)."""
     assert PROBES.keys() == GAPS.keys()
-    text = README.read_text()
+    text = MANUAL_PAGE.read_text()
     section = text[text.index("What the simulated `docker` does not do") :]
     documented = re.findall(r"^- (.+(?:\n  .+)*)", section.split("\n\n", 2)[1], re.M)
     print("\nthe simulated docker does not do:\n" + "\n".join(f"- {g}" for g in GAPS.values()))
