@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,7 @@ from cockpit.ops.interrupt import exit_if_stuck, install
 from cockpit.ssh.inventory import pool_for
 
 if TYPE_CHECKING:
+    from cockpit.tui.app import CockpitApp
     from cockpit.tui.demo import Demo
 
 SHUTDOWN_GRACE_S = 5.0
@@ -33,22 +35,35 @@ def run_tui(
     reports_dir: Path = Path("reports"),
     demo: Demo | None = None,
     history: Path | None = None,
+    feed_socket: Path | None = None,
 ) -> None:
     """Open the TUI on `inventory`'s fleet until the operator quits (the nodes are probed while
     Textual loads: `cockpit.tui.launch`); it records into the history store at `history`
-    (default: the user's)."""
+    (default: the user's). With `feed_socket` (a `cockpit serve` browser session) it is read-only
+    and reads the serve process's shared feed instead of connecting to the nodes."""
     from cockpit.history.prometheus import prometheus_url
     from cockpit.history.recorder import Recorder
     from cockpit.history.settings import history_table
     from cockpit.paths import tui_settings_file
-    from cockpit.tui.launch import fleet_app
+    from cockpit.tui.launch import fleet_app, viewer_app
     from cockpit.tui.settings import load_settings
 
     settings = load_settings(tui_settings_file())
     recorder = Recorder.open(history)
     past_source = prometheus_url(history_table().source)
 
-    async def main() -> int:
+    @asynccontextmanager
+    async def opened() -> AsyncIterator[CockpitApp]:
+        if feed_socket is not None:
+            yield viewer_app(
+                inventory,
+                settings,
+                feed_socket,
+                reports_dir=reports_dir,
+                recorder=recorder,
+                past_source=past_source,
+            )
+            return
         async with (
             pool_for(inventory) as pool,
             fleet_app(
@@ -62,6 +77,10 @@ def run_tui(
                 past_source=past_source,
             ) as app,
         ):
+            yield app
+
+    async def main() -> int:
+        async with opened() as app:
             ending: list[asyncio.Task[None]] = []
             cancels: list[Callable[[], None]] = []
 
@@ -98,8 +117,14 @@ def run_tui(
     show_default=True,
     help="Bench reports: baselines are read from here, new reports written here.",
 )
+@click.option(
+    "--feed-socket",
+    type=click.Path(dir_okay=False, path_type=Path),
+    hidden=True,  # `cockpit serve` gives it to its browser sessions
+    help="Read the fleet from this `cockpit serve` feed socket (read-only, no SSH of its own).",
+)
 @click.pass_context
-def tui(ctx: click.Context, readonly: bool, reports: Path) -> None:
+def tui(ctx: click.Context, readonly: bool, reports: Path, feed_socket: Path | None) -> None:
     """The interactive cockpit: live fleet panes, lane keys, bench tail (`?` lists the keys)."""
     obj = ctx.obj or {}  # `cockpit demo` puts its fleet's inventory and its opening act here
     inventory = load_inventory(obj.get("inventory"), partial=True)  # the app says what is out
@@ -109,6 +134,7 @@ def tui(ctx: click.Context, readonly: bool, reports: Path) -> None:
         reports_dir=reports,
         demo=obj.get("demo"),
         history=obj.get("history"),
+        feed_socket=feed_socket,
     )
 
 

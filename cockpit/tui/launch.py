@@ -86,3 +86,29 @@ async def fleet_app(
             recorder=recorder,
             past_source=past_source,
         )
+
+
+def viewer_app(
+    inventory: Inventory,
+    settings: TuiSettings,
+    feed_socket: Path,
+    *,
+    reports_dir: Path,
+    recorder: Recorder | None = None,
+    past_source: str | None = None,
+) -> CockpitApp:
+    """A `cockpit serve` browser session's app: read-only, its facts from the serve process's
+    shared feed (`cockpit.tui.feeds.shared`), no SSH connection of its own."""
+    from cockpit.tui.app import CockpitApp
+    from cockpit.tui.feeds.shared import SharedFeed
+    from cockpit.tui.fleet_ops import report_baselines
+
+    return CockpitApp(
+        inventory,
+        feeds=[SharedFeed(feed_socket)],
+        settings=settings,
+        readonly=True,
+        baselines=report_baselines(reports_dir, inventory),
+        recorder=recorder,
+        past_source=past_source,
+    )

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import json
-import os
 import re
 import shlex
 import shutil
@@ -29,7 +27,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,13 +38,10 @@ from PIL import Image
 from cockpit.cli.serve_cmd import served_command
 from cockpit_sim.fleet import SimFleet
 from tests.cli_runner import run_cockpit
+from tests.tui.served import ANSI, NODE_ROW, apps, descendants, free_port, wait_port
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 WIDTH, HEIGHT = 1600, 1000
-ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-B]|\x1b[=>]")
-NODE_ROW = (  # the Nodes pane's row: link, lane, GPU %, unified memory, temperature, power, clock
-    r"{node}\s+up\s+\S+\s+\d+%\s+[\d.]+/[\d.]+G UMA\s+\d+°C\s+\d+W\s+\d+MHz"
-)
 
 
 def test_a_non_loopback_listen_address_is_refused_in_one_line() -> None:
@@ -91,90 +86,10 @@ def test_the_page_asks_nothing_of_another_address() -> None:
 
 
 def test_the_served_command_is_the_readonly_tui_on_the_same_inventory(tmp_path: Path) -> None:
-    argv = shlex.split(served_command(tmp_path / "inv", Path("reports")))
+    argv = shlex.split(served_command(tmp_path / "inv", Path("reports"), tmp_path / "f.sock"))
     assert argv[:3] == [sys.executable, "-m", "cockpit"]
     assert argv[3:5] == ["--inventory", str((tmp_path / "inv").resolve())]
-    assert argv[5:7] == ["tui", "--readonly"]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, f"cockpit serve exited with {proc.returncode}"
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.2)
-    pytest.fail(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """TERM to the process's group (its own session: its children too), then KILL to whatever
-    is left of it; reaped."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=15)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-
-
-def _started(
-    tmp_path: Path, name: str, argv: list[str], env: dict[str, str]
-) -> subprocess.Popen[bytes]:
-    with (tmp_path / f"{name}.log").open("wb") as log:
-        return subprocess.Popen(
-            argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
-
-
-@pytest.fixture
-def processes(tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
-    """Starts processes each in a session of its own; teardown kills each group, children too."""
-    started: list[subprocess.Popen[bytes]] = []
-    env = {
-        **os.environ,
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "COCKPIT_STATE_DIR": str(tmp_path / "state"),
-        "HOME": str(tmp_path / "home"),
-    }
-    env.pop("COCKPIT_INVENTORY", None)
-
-    def start(name: str, *argv: str) -> subprocess.Popen[bytes]:
-        started.append(_started(tmp_path, name, list(argv), env))
-        return started[-1]
-
-    yield start
-    for proc in reversed(started):
-        _kill_group(proc)
-
-
-def _descendants(pid: int) -> dict[int, list[str]]:
-    """Every descendant of `pid` with its command line (from /proc)."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                stat = (entry / "stat").read_text()
-                parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
-    found: dict[int, list[str]] = {}
-    todo = [pid]
-    while todo:
-        parent = todo.pop()
-        for child, ppid in parents.items():
-            if ppid == parent:
-                todo.append(child)
-                with contextlib.suppress(OSError):
-                    raw = (Path("/proc") / str(child) / "cmdline").read_bytes()
-                    found[child] = [a.decode() for a in raw.split(b"\0") if a]
-    return found
+    assert argv[5:9] == ["tui", "--readonly", "--feed-socket", str(tmp_path / "f.sock")]
 
 
 class Page:
@@ -254,7 +169,7 @@ async def test_headless_chromium_shows_the_readonly_nodes_pane_with_live_figures
     if not Path(CHROMIUM).exists():
         pytest.fail("Debian's chromium is not installed (.ci/run installs it)")
     fleet = fleet_factory(2)
-    port = _free_port()
+    port = free_port()
     server = processes(
         "serve",
         sys.executable,
@@ -266,8 +181,8 @@ async def test_headless_chromium_shows_the_readonly_nodes_pane_with_live_figures
         "--listen",
         f"127.0.0.1:{port}",
     )
-    await asyncio.to_thread(_wait_port, port, server, 60)
-    assert _descendants(server.pid) == {}  # no app before a browser connects
+    await asyncio.to_thread(wait_port, port, server, 60)
+    assert descendants(server.pid) == {}  # no app before a browser connects
 
     profile = tmp_path / "chromium-profile"
     chromium = processes(
@@ -307,9 +222,9 @@ async def test_headless_chromium_shows_the_readonly_nodes_pane_with_live_figures
             await asyncio.sleep(0.5)
         (tmp_path / "page.txt").write_text(text)  # beside the screenshot, to look at
 
-        apps = {pid: c for pid, c in _descendants(server.pid).items() if "tui" in c}
-        assert apps, "no app process for the browser session"
-        assert all(c[c.index("tui") + 1] == "--readonly" for c in apps.values()), apps
+        served = apps(server)
+        assert served, "no app process for the browser session"
+        assert all(c[c.index("tui") + 1] == "--readonly" for c in served.values()), served
         assert "READ-ONLY" in text
 
         await asyncio.sleep(2)  # a few more frames: the figures painted
@@ -331,7 +246,7 @@ async def test_headless_chromium_shows_the_readonly_nodes_pane_with_live_figures
 
         server.send_signal(signal.SIGTERM)  # the browser still connected: its app quits too
         assert await asyncio.to_thread(server.wait, 30) == 128 + signal.SIGTERM
-        assert not [pid for pid in apps if Path(f"/proc/{pid}").exists()], "an app outlived serve"
+        assert not [pid for pid in served if Path(f"/proc/{pid}").exists()], "an app outlived serve"
     finally:
         page.reader.cancel()
         await page.ws.close()
