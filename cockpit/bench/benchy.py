@@ -37,7 +37,12 @@ from cockpit.bench.benchy_process import (
     serve_book,
     stop,
 )
-from cockpit.bench.benchy_progress import ProgressTracker, decode_windows, seen_stream_rates
+from cockpit.bench.benchy_progress import (
+    ProgressTracker,
+    decode_windows,
+    seen_stream_rates,
+    stream_reads,
+)
 from cockpit.bench.benchy_result import drop_runs, read_result, run_stream_rates
 from cockpit.bench.client import Clock
 from cockpit.bench.driver import Driver
@@ -48,7 +53,8 @@ from cockpit.bench.events import (
     PointStarted,
     RequestProgress,
 )
-from cockpit.bench.method import PhaseStats, implausible_runs
+from cockpit.bench.judge import RunSeen, judge
+from cockpit.bench.method import PhaseStats
 from cockpit.bench.models import (
     EngineObservation,
     Flag,
@@ -258,29 +264,23 @@ class BenchyDriver(Driver):
         state: _ProcessState,
     ) -> PointResult:
         scale, runs = self.cfg.time_scale, self.cfg.runs
-        flags: list[Flag] = []
-        if inference is not None:
-            # a point whose own scrapes failed (a loaded host: the scrape timed out) is held to
-            # the whole run's bound: with none, a burst in every run read 55,921 t/s (CI)
-            bound = state.bounds.get(spec) or state.overall
-            rates = run_stream_rates(inference, runs)
-            seen = seen_stream_rates(tracker)
-            if len(seen) == runs:  # both views of the same streams: either may show a burst
-                rates = [[*a, *b] for a, b in zip(rates or [[]] * runs, seen, strict=True)]
-            bad = implausible_runs(rates, [bound] * runs)
-            if bad:
-                flags.append(honesty.implausible_flag(spec, bad, runs))
-                inference = drop_runs(inference, set(bad), runs)
-            if inference.tg is None and not inference.errors:  # llama-benchy dropped every run
-                flags.append(honesty.no_decode_flag(spec))
         observations = [
-            EngineObservation(window_s=(end - start) * scale, stagger_s=stagger * scale)
-            for (start, end), stagger in decode_windows(tracker)
+            EngineObservation(window_s=(w[0][1] - w[0][0]) * scale, stagger_s=w[1] * scale)
+            if w is not None
+            else None
+            for w in decode_windows(tracker)
         ]
-        engine = honesty.worst(observations)
-        flag = honesty.prefill_in_decode(spec, engine)
-        if flag is not None:
-            flags.append(flag)
+        flags: list[Flag] = []
+        engine = honesty.worst([o for o in observations if o is not None])
+        if inference is not None:
+            measured = inference
+            verdict = judge(
+                spec,
+                _runs_seen(inference, tracker, runs, state.bounds.get(spec) or state.overall),
+                observations if len(observations) == runs else [],
+                lambda dropped: drop_runs(measured, set(dropped), runs),
+            )
+            inference, engine, flags = verdict.inference, verdict.engine, list(verdict.flags)
         records = tuple(replace(h, action="retried") for h in hangs)
         if records:
             flags.append(
@@ -302,6 +302,23 @@ class BenchyDriver(Driver):
 class _ProcessState:
     current: PointSpec | None = None
     bounds: dict[PointSpec, float | None] = field(default_factory=dict)
+def _runs_seen(
+    inference: PhaseStats, tracker: ProgressTracker, runs: int, bound: float | None
+) -> list[RunSeen]:
+    """Each run as llama-benchy's result and its progress lines show it, held to `bound`.
+
+    A point whose own scrapes failed (a loaded host: the scrape timed out) is given the whole
+    process's bound: with none, a burst in every run read 55,921 t/s (CI)."""
+    rates = run_stream_rates(inference, runs) or [[] for _ in range(runs)]
+    seen = seen_stream_rates(tracker)
+    if len(seen) == runs:  # both views of the same streams: either may show a burst
+        rates = [[*a, *b] for a, b in zip(rates, seen, strict=True)]
+    reads = stream_reads(tracker)
+    if len(reads) != runs:  # no progress lines: how the tokens arrived is not known
+        reads = [[] for _ in range(runs)]
+    return [RunSeen(tuple(r), tuple(how), bound) for r, how in zip(rates, reads, strict=True)]
+
+
     first: Counters | None = None  # the process's first good scrape of the engine
     overall: float | None = None  # the decode bound over the whole process (`_result`)
     latency_s: float | None = None

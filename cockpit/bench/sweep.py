@@ -39,7 +39,8 @@ from cockpit.bench.events import (
     PointStarted,
     RequestProgress,
 )
-from cockpit.bench.method import RequestTiming, implausible_runs, phase_stats, stream_rates
+from cockpit.bench.judge import RunSeen, StreamReads, judge, reads_of
+from cockpit.bench.method import PhaseStats, RequestTiming, phase_stats, stream_rates
 from cockpit.bench.models import (
     EngineObservation,
     Flag,
@@ -231,29 +232,27 @@ class BuiltinDriver(Driver):
             inf_batches.append(batch)
             bounds.append(after.decode_bound_since(before) if after is not None else None)
             observations.append(honesty.observe(batch, before, after))
-        flags: list[Flag] = []
-        bad = implausible_runs([stream_rates(b) for b in inf_batches], bounds)
-        if bad:
-            flags.append(honesty.implausible_flag(spec, bad, len(inf_batches)))
-        kept = [b for i, b in enumerate(inf_batches) if i not in bad]
-        inference = phase_stats(kept, self._latency, spec.concurrency, dropped=len(bad))
-        if inference.tg is None and kept and not inference.errors:
-            flags.append(honesty.no_decode_flag(spec))
-        engine = honesty.worst(
-            [o for i, o in enumerate(observations) if i not in bad and o is not None]
-        )
-        flag = honesty.prefill_in_decode(spec, engine)
-        if flag is not None:
-            flags.append(flag)
+        runs = [
+            RunSeen(tuple(stream_rates(b)), tuple(_reads(r) for r in b if r.error is None), bound)
+            for b, bound in zip(inf_batches, bounds, strict=True)
+        ]
+
+        def kept(dropped: frozenset[int]) -> PhaseStats:
+            batches = [b for i, b in enumerate(inf_batches) if i not in dropped]
+            return phase_stats(batches, self._latency, spec.concurrency, dropped=len(dropped))
+
+        verdict = judge(spec, runs, observations, kept)
+        inference, engine, flags = verdict.inference, verdict.engine, list(verdict.flags)
+        kept_batches = [b for i, b in enumerate(inf_batches) if i not in verdict.dropped]
         if inference.errors:
-            first = next(r.error for b in kept for r in b if r.error)
+            first = next(r.error for b in kept_batches for r in b if r.error)
             flags.append(
                 Flag(
                     FlagKind.ERRORS,
                     f"{inference.errors} of {inference.requests} requests failed: {first}",
                 )
             )
-        usage = [r.usage_prompt_tokens for b in kept for r in b if r.usage_prompt_tokens]
+        usage = [r.usage_prompt_tokens for b in kept_batches for r in b if r.usage_prompt_tokens]
         mean_usage = round(sum(usage) / len(usage)) if usage else None
         flag = honesty.token_mismatch(spec, mean_usage)
         if flag is not None:
@@ -328,6 +327,12 @@ class BuiltinDriver(Driver):
 
 
 def _hang_flag(spec: PointSpec, hangs: list[HangRecord], retried: bool) -> Flag:
+def _reads(timing: RequestTiming) -> StreamReads:
+    """How a stream's tokens arrived: one stamp per socket read, a chunk's token ids (else 1)."""
+    counts = [1 if n is None else n for n in timing.chunk_token_ids]
+    return reads_of(list(zip(timing.chunk_times, counts, strict=True)))
+
+
     outcome = "the retry completed" if retried else "skipped after a retry"
     return Flag(
         FlagKind.HUNG,
