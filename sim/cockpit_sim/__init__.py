@@ -1,0 +1,5 @@
+"""The simulated DGX Spark fleet (cockpit-sim): nodes behind real SSH on loopback, a simulated vLLM."""
+
+from cockpit.dep_warnings import silence_known
+
+silence_known()  # the fleet's own processes import asyncssh too, and write their logs for people
