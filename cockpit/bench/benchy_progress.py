@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cockpit.bench import honesty
+from cockpit.bench.judge import READ_GAP_S, StreamReads, reads_of
 from cockpit.bench.models import PointSpec
 
 PROGRESS_SCHEMA = "llama-benchy-progress.v1"
@@ -110,14 +111,21 @@ def seen_stream_rates(tracker: ProgressTracker) -> list[list[float]]:
     ]
 
 
-def decode_windows(tracker: ProgressTracker) -> list[tuple[tuple[float, float], float]]:
-    """Per measured batch: ((earliest first token, latest end), first-token stagger), wall s."""
-    out = []
-    for batch in tracker.inference_batches():
-        found = honesty.decode_window(
+def decode_windows(tracker: ProgressTracker) -> list[tuple[tuple[float, float], float] | None]:
+    """Per measured batch: ((earliest first token, latest end), first-token stagger), wall s;
+    None for a batch without a decode window."""
+    return [
+        honesty.decode_window(
             [r.first_token for r in batch if r.first_token is not None],
             [r.end for r in batch if r.end is not None],
         )
-        if found is not None:
-            out.append(found)
-    return out
+        for batch in tracker.inference_batches()
+    ]
+
+
+def stream_reads(tracker: ProgressTracker) -> list[list[StreamReads]]:
+    """Per measured batch, how each stream's tokens reached llama-benchy: its progress events
+    stamp each chunk, the chunks of one read microseconds apart (`judge.READ_GAP_S`)."""
+    return [
+        [reads_of(r.chunks, READ_GAP_S) for r in batch] for batch in tracker.inference_batches()
+    ]

@@ -26,6 +26,7 @@ class FlagKind(StrEnum):
     DEPTH_DIP = "depth-dip"
     NOISY = "noisy"
     IMPLAUSIBLE = "faster-than-physics"
+    UNOBSERVABLE = "decode-not-observable"
     STREAM_ABOVE_TOTAL = "stream-above-total"  # no longer raised; older reports carry it
     TOKEN_MISMATCH = "token-count-mismatch"
 

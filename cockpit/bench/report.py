@@ -94,6 +94,25 @@ def depth_rows(report: Report, baseline: Report | None = None) -> list[DepthRow]
     return rows
 
 
+def concurrency_verdict(rows: Sequence[DepthRow], low: int, high: int) -> str:
+    """Whether c`high` ≥ c`low` at every depth, from the depths that measured both: a depth
+    missing either (not measured, no rate) decides nothing, and a verdict says which it lacks."""
+    pairs = {r.depth: (r.tg.get(low), r.tg.get(high)) for r in rows}
+    below = [d for d, (a, b) in pairs.items() if a is not None and b is not None and b < a]
+    missing = [d for d, (a, b) in pairs.items() if a is None or b is None]
+    question = f"c{high} ≥ c{low} at every depth"
+    if below:
+        return f"{question}: **NO** (below at depth {', '.join(map(str, below))})" + (
+            f"; not known at depth {', '.join(map(str, missing))} (no tg there)" if missing else ""
+        )
+    if missing:
+        return (
+            f"{question}: **not known**: no tg at c{low} or c{high} at depth "
+            f"{', '.join(map(str, missing))} (not measured, or no rate)"
+        )
+    return f"{question}: **yes**"
+
+
 def table(header: Sequence[str], rows: Sequence[Sequence[str]], right_from: int = 1) -> list[str]:
     align = ["---" if i < right_from else "---:" for i in range(len(header))]
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
@@ -163,8 +182,7 @@ def render_markdown(report: Report, baseline: Report | None = None, picture: str
         rows.append(cells)
     lines += table(header, rows)
     if len(cs) > 1:
-        ok = all((r.tg[cs[-1]] or 0) >= (r.tg[cs[0]] or 0) for r in by_depth if r.tg[cs[0]])
-        lines += ["", f"c{cs[-1]} ≥ c{cs[0]} at every depth: **{'yes' if ok else 'NO'}**"]
+        lines += ["", concurrency_verdict(by_depth, cs[0], cs[-1])]
     lines += ["", "## Flags and warnings", ""]
     flags = flag_lines(report.points)
     lines += flags or ["- none"]

@@ -11,7 +11,6 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from cockpit import __version__
 from cockpit.cli.completion import COMPLETE_VAR, with_completion
 from cockpit.cli.guided import GuidedGroup, usage_line
 from cockpit.errors import CockpitError, InputError
@@ -115,6 +114,15 @@ def _needs_simulator(cmd_name: str) -> click.Command:
     )
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from cockpit.version import version_line
+
+    click.echo(version_line())
+    ctx.exit()
+
+
 class LazyGroup(GuidedGroup):
     """A group whose subcommands are imported on first use."""
 
@@ -157,7 +165,14 @@ class LazyGroup(GuidedGroup):
     context_settings={"help_option_names": ["-h", "--help"]},
     invoke_without_command=True,
 )
-@click.version_option(__version__, prog_name="cockpit")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and the commit it was built from, then exit.",
+)
 @click.option(
     "--inventory",
     type=click.Path(file_okay=False, path_type=Path),

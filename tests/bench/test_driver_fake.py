@@ -193,16 +193,17 @@ async def test_bursts_and_empty_text_token_id_chunks_give_the_same_tg() -> None:
     assert real_like.inference.dropped == 0
 
 
-async def test_a_run_faster_than_physics_is_dropped_counted_and_flagged() -> None:
-    # requests: 2 warm-up, the point's warm-up run, then runs 1..3: run 2 is request 4
+async def test_a_run_whose_tokens_came_at_once_is_dropped_counted_and_flagged() -> None:
+    # requests: 2 warm-up, the point's warm-up run, then runs 1..3: run 2 is request 4, whose
+    # tokens after the first come in one write: its decode was not observable
     spec = PointSpec(depth=0, concurrency=1, pp=64, tg=32)
     result = await _tg_of(FakeEngine(tg_tps=100.0, collapse=frozenset({4})), spec)
     inference = result.inference
     assert inference is not None and inference.dropped == 1
     assert inference.tg is not None and len(inference.tg.values) == 2
     assert inference.tg.mean < 150  # the microsecond "decode" is not averaged in
-    [flag] = [f for f in result.flags if f.kind is FlagKind.IMPLAUSIBLE]
-    assert "1 of 3 runs dropped" in flag.message and "run 2" in flag.message
+    [flag] = [f for f in result.flags if f.kind is FlagKind.UNOBSERVABLE]
+    assert "1 of 3 runs dropped" in flag.message and "run 2: stream 1" in flag.message
 
 
 async def test_latency_is_measured_per_point(fake: tuple[FakeEngine, str]) -> None:

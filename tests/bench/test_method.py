@@ -194,7 +194,9 @@ def test_implausible_runs_by_median_and_by_the_engines_own_decode_rate() -> None
     bursty = [[900.0], [950.0], [120.0]]
     assert implausible_runs(bursty, [None] * 3) == {}
     assert set(implausible_runs(bursty, [bound] * 3)) == {0, 1}
-    assert implausible_runs([[300.0], [310.0]], [bound] * 2) == {}  # within the relay margin
+    assert implausible_runs([[230.0], [240.0]], [bound] * 2) == {}  # within the relay margin
+    # the first bench after a boot: run 1 read 2.4x the engine's own rate, 1.5x is the limit
+    assert set(implausible_runs([[177.6], [74.8]], [70.0] * 2)) == {0}
     # a stream whose tokens came at one instant, with no bound known and the median fooled
     at_once = [[float("inf")], [float("inf")], [120.0]]
     assert set(implausible_runs(at_once, [None] * 3)) == {0, 1}

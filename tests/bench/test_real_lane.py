@@ -82,7 +82,7 @@ def test_both_drivers_bench_it_through_the_ssh_forward(real_lane: RealLane, tmp_
             # a test had lowered pytest's autogroup behind the fleet's sessions): such runs are
             # dropped or leave no decode window, and the point says so instead of a figure
             if point.inference.tg is None:
-                assert FlagKind.IMPLAUSIBLE in kinds, (point.spec, point.flags)
+                assert kinds & {FlagKind.IMPLAUSIBLE, FlagKind.UNOBSERVABLE}, point.flags
     for a, b in zip(ours.points, theirs.points, strict=True):
         # the same points, their figures in the same range: the engine's own speed moves by tens
         # of per cent with the clients' CPU on 2 shared cores (llama-benchy's costs more);

@@ -140,7 +140,8 @@ async def test_launch_bench_switch_stop_from_the_keys(
             # at 200x a whole 32-token stream takes about a millisecond of wall time and may
             # arrive in one read: the bench then says so instead of quoting a rate
             assert len(snap.bench) == 2
-            assert all(r.tg_tps or "faster-than-physics" in r.flags for r in snap.bench)
+            said = ("faster-than-physics", "decode-not-observable")
+            assert all(r.tg_tps or any(k in r.flags for k in said) for r in snap.bench)
             # throughput moved, and the KV pane's prefix-cache hits (warm-prefix points reuse the
             # context's blocks); at 200x speed a request is over between two gauge scrapes
             assert moved["gen"] > 0 and moved["prompt"] > 0 and moved["prefix_hit"] > 0, moved
