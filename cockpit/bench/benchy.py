@@ -298,10 +298,6 @@ class BenchyDriver(Driver):
         )
 
 
-@dataclass
-class _ProcessState:
-    current: PointSpec | None = None
-    bounds: dict[PointSpec, float | None] = field(default_factory=dict)
 def _runs_seen(
     inference: PhaseStats, tracker: ProgressTracker, runs: int, bound: float | None
 ) -> list[RunSeen]:
@@ -319,6 +315,10 @@ def _runs_seen(
     return [RunSeen(tuple(r), tuple(how), bound) for r, how in zip(rates, reads, strict=True)]
 
 
+@dataclass
+class _ProcessState:
+    current: PointSpec | None = None
+    bounds: dict[PointSpec, float | None] = field(default_factory=dict)
     first: Counters | None = None  # the process's first good scrape of the engine
     overall: float | None = None  # the decode bound over the whole process (`_result`)
     latency_s: float | None = None

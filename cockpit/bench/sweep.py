@@ -326,13 +326,13 @@ class BuiltinDriver(Driver):
         )
 
 
-def _hang_flag(spec: PointSpec, hangs: list[HangRecord], retried: bool) -> Flag:
 def _reads(timing: RequestTiming) -> StreamReads:
     """How a stream's tokens arrived: one stamp per socket read, a chunk's token ids (else 1)."""
     counts = [1 if n is None else n for n in timing.chunk_token_ids]
     return reads_of(list(zip(timing.chunk_times, counts, strict=True)))
 
 
+def _hang_flag(spec: PointSpec, hangs: list[HangRecord], retried: bool) -> Flag:
     outcome = "the retry completed" if retried else "skipped after a retry"
     return Flag(
         FlagKind.HUNG,
