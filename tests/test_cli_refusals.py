@@ -4,7 +4,10 @@ connection is opened (issue 31)."""
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +18,7 @@ import pytest
 from cockpit_sim.fleet import SimFleet
 from tests.cli_runner import Ran, run_main
 
+RECIPES = Path(__file__).parents[1] / "recipes"
 LANE = ("--recipe", "qwen3-0.6b-2x", "--cluster", "2nodes-dac")
 SHORT_LANE = ("-r", "qwen3-0.6b-2x", "-c", "2nodes-dac")
 
@@ -143,3 +147,12 @@ def test_a_lane_that_is_not_running_is_named_with_its_head_not_a_local_port(
         "cockpit status) does not answer: "
     ), lines
     assert "127.0.0.1" not in lines[0] and "Traceback" not in ran.stderr + ran.stdout
+
+
+def test_a_piped_table_keeps_whole_names() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "COCKPIT_INVENTORY")}
+    piped = subprocess.run(
+        [sys.executable, "-m", "cockpit", "--inventory", RECIPES, "lanes"],
+        capture_output=True, text=True, env=env, timeout=60, check=True,
+    )  # fmt: skip
+    assert "mimo26-flash-mopd-2x-sparkring " in piped.stdout and "…" not in piped.stdout

@@ -11,6 +11,7 @@ against it.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import re
 import threading
@@ -28,6 +29,7 @@ from cockpit.bench.likeness import Likeness, differences, likeness
 from cockpit.bench.models import SCHEMA, Report, SweepPlan, from_json, to_json
 from cockpit.bench.report import render_markdown
 from cockpit.errors import InputError
+from cockpit.paths import state_dir
 from cockpit.redact import redact
 
 _LABEL = re.compile(r"[^A-Za-z0-9._-]+")
@@ -37,9 +39,25 @@ def timestamp(now: datetime | None = None) -> str:
     return (now or datetime.now(UTC)).strftime("%Y-%m-%d_%H%M%S")
 
 
+LABEL_MAX = 64
+"""The longest label a file name carries: a longer one is cut and told apart by a hash (a
+300-character label made every report name too long for the file system, after the sweep)."""
+
+
 def safe_label(label: str) -> str:
-    """A label usable in a file name (the operators' labels are kebab-case already)."""
-    return _LABEL.sub("-", label).strip("-") or "bench"
+    """A label usable in a file name (the operators' labels are kebab-case already): unsafe
+    characters become `-`; past LABEL_MAX, the start and a hash of the whole label."""
+    safe = _LABEL.sub("-", label).strip("-") or "bench"
+    if len(safe) <= LABEL_MAX:
+        return safe
+    digest = hashlib.sha256(label.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{safe[: LABEL_MAX - len(digest) - 1].rstrip('-.')}-{digest}"
+
+
+def fallback_reports_dir() -> Path:
+    """Where a report goes when its folder cannot take it (the sweep's results are never lost
+    for want of a place): the cockpit's state folder."""
+    return state_dir() / "reports"
 
 
 def load_report(path: Path) -> Report:
@@ -141,20 +159,32 @@ def save_report(directory: Path, report: Report, *, draw_now: bool = True) -> tu
     """Write the report's JSON and markdown (with deltas against its baseline), its depth curve
     (`.svg`, `.png`) and the HTML page that embeds it (`.html`); returns the first two.
     `draw_now=False` (a cancelled sweep, which must not wait): the record now, the pictures in
-    a thread of their own (not a daemon: a CLI process ends once they are written)."""
-    json_path = directory / f"{report.stem}.json"
-    md_path = json_path.with_suffix(".md")
+    a thread of their own (not a daemon: a CLI process ends once they are written).
+    A folder that cannot take it (not writable, a file, a full disk) sends it to
+    `fallback_reports_dir()`: the returned paths say where it went."""
     baseline = baseline_of(report, directory)
     json_text = redact(json.dumps(to_json(report), indent=2)) + "\n"
-    markdown = redact(render_markdown(report, baseline, json_path.with_suffix(".svg").name))
-    write_atomic(json_path, json_text)
-    write_atomic(md_path, markdown)  # the record first: it stands if drawing fails
+    markdown = redact(render_markdown(report, baseline, f"{report.stem}.svg"))
+    try:
+        json_path = _write_record(directory / f"{report.stem}.json", json_text, markdown)
+    except OSError:
+        fallback = fallback_reports_dir()
+        if directory.absolute() == fallback.absolute():
+            raise
+        json_path = _write_record(fallback / f"{report.stem}.json", json_text, markdown)
     if draw_now:
         _draw(json_path, json_text, markdown, baseline)
     else:
         args = (json_path, json_text, markdown, baseline)
         threading.Thread(target=_draw, args=args, name="bench-pictures").start()
-    return json_path, md_path
+    return json_path, json_path.with_suffix(".md")
+
+
+def _write_record(json_path: Path, json_text: str, markdown: str) -> Path:
+    """The report's JSON, then its markdown beside it: the record stands if drawing fails."""
+    write_atomic(json_path, json_text)
+    write_atomic(json_path.with_suffix(".md"), markdown)
+    return json_path
 
 
 def _draw(json_path: Path, json_text: str, markdown: str, baseline: Report | None) -> None:

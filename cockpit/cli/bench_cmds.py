@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import click
 import httpx
-from rich.console import Console, Group
+from rich.console import Group
 from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
@@ -35,6 +35,7 @@ from cockpit.bench.run import BenchRequest, bench, make_driver, time_scale_defau
 from cockpit.bench.sweep_plan import DRIVERS, field_value, written
 from cockpit.bench.tokenizer import lane_tokenizer, snapshot_dir
 from cockpit.cli.bounds import COUNT, POSITIVE, SECONDS
+from cockpit.cli.output import stdout_console
 from cockpit.cli.recording import cli_recorder
 from cockpit.cli.report_cmds import depth_charts
 from cockpit.cli.usable import usable_inventory
@@ -47,7 +48,7 @@ from cockpit.ops.interrupt import run_interruptible
 from cockpit.plan import LanePlan, plan_lane
 from cockpit.ssh.inventory import pool_for
 
-console = Console(highlight=False, soft_wrap=True)
+console = stdout_console()
 
 
 DEFAULTS = written(SweepPlan())
@@ -367,7 +368,13 @@ def bench_cmd(
                 console.print(f"  [bold]fix:[/bold] {escape(flag.fix)}")
     if isinstance(last, bev.SweepFinished):
         written = Path(last.report_json)
+        if written.parent.absolute() != reports.absolute():
+            console.print(
+                f"[yellow]warning:[/yellow] {escape(str(reports))} could not take the report: "
+                f"it is in {escape(str(written.parent))}"
+            )
         console.print(f"[bold]report[/bold]: {escape(last.report_md)}")
+        console.print(f"[bold]record[/bold]: {escape(str(written))} (for cockpit report show)")
         console.print(f"[bold]page[/bold]: {escape(str(written.with_suffix('.html')))}")
         report = artifacts.load_report(written)
         for chart in depth_charts(report, artifacts.baseline_of(report, written.parent), 1):
@@ -386,7 +393,10 @@ async def _watch(
             live.update(table.render())
             record(event)
 
-        return await _consume(events, show)
+        last = await _consume(events, show)
+    if not console.is_terminal:  # rich leaves a pipe's last row open: what follows would join it
+        console.line()
+    return last
 
 
 @click.command(name="probe")

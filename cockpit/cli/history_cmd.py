@@ -18,11 +18,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from cockpit.cli.guided import GuidedGroup
+from cockpit.cli.output import stdout_console
 from cockpit.errors import InputError
 from cockpit.history.records import BootRow, OpRow
 from cockpit.history.since import parse_since
@@ -30,7 +30,7 @@ from cockpit.history.store import HistoryStore
 from cockpit.pids import pid_exists
 from cockpit.redact import shown
 
-console = Console(highlight=False, soft_wrap=True)
+console = stdout_console()
 FORMATS = ["table", "json", "csv"]
 
 Column = tuple[str, Callable[[Any], object]]

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from cockpit.cli.output import stdout_console
 from cockpit.cli.usable import usable_inventory
 from cockpit.config import check_inventory, resolve_inventory_dir
 from cockpit.config.inventory import known_hosts_problem
@@ -18,7 +18,7 @@ from cockpit.plan import RankCommand, plan_lane, redact_argv
 from cockpit.plan.render import ENV_FILE
 from cockpit.printable import printable
 
-console = Console(highlight=False, soft_wrap=True)
+console = stdout_console()
 
 
 def inventory_option(ctx: click.Context) -> Path | None:
