@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import json
 import types
 from collections.abc import Callable, Iterator
 from enum import Enum
@@ -70,9 +71,11 @@ def _default(field: Any) -> str:
     value = field.default_factory() if field.default is PydanticUndefined else field.default
     if isinstance(value, BaseModel):
         return "its table's defaults"
+    if value is None:
+        return "unset"
     if isinstance(value, Enum):
         value = value.value
-    return "`" + (repr(value) if isinstance(value, str) else str(value).lower()) + "`"
+    return "`" + (json.dumps(value) if isinstance(value, str) else str(value).lower()) + "`"
 
 
 def _model_of(tp: Any) -> tuple[type[BaseModel], str] | None:
