@@ -16,11 +16,11 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from cockpit.config.models import ClustersFile, Recipe
-from cockpit.exporter.families import ExportSnapshot, families
+from cockpit.exporter.families import BOOT_PHASES, ExportSnapshot, families
 from cockpit.telemetry.gpu import GpuSample
 from cockpit.tui import keymap
 from cockpit.tui.state import advisor
-from cockpit.tui.state.views import EngineView, FleetSnapshot, NodeHealth, NodeView
+from cockpit.tui.state.views import EngineView, FleetSnapshot, LanePhase, NodeHealth, NodeView
 
 SCALARS = {str: "string", int: "integer", float: "float", bool: "boolean", Any: "any value"}
 BOUNDS = {"ge": "≥", "gt": ">", "le": "≤", "lt": "<", "min_length": "length ≥"}
@@ -170,6 +170,9 @@ def metrics() -> str:
         name = family.name + ("_total" if family.type == "counter" else "")
         labels = ", ".join(family._labelnames)  # prometheus_client keeps them for add_metric
         out.append(f"| `{name}` | {family.type} | {labels} | {_cell(family.documentation)} |")
+    out += ["", "| label | its values |", "| --- | --- |"]
+    out.append("| `state` | " + ", ".join(f"`{phase.value}`" for phase in LanePhase) + " |")
+    out.append("| `phase` | " + ", ".join(f"`{phase}`" for phase in BOOT_PHASES) + " |")
     return "\n".join(out) + "\n"
 
 
