@@ -156,3 +156,15 @@ def test_a_piped_table_keeps_whole_names() -> None:
         capture_output=True, text=True, env=env, timeout=60, check=True,
     )  # fmt: skip
     assert "mimo26-flash-mopd-2x-sparkring " in piped.stdout and "…" not in piped.stdout
+
+
+@pytest.mark.parametrize(
+    ("typed", "hint"),
+    [("nope", "(known: "), ("qwen3-0.6b", "(did you mean 'qwen3-0.6b-2x'?)")],
+)
+def test_stop_of_a_lane_not_in_the_inventory_names_the_nearest(
+    typed: str, hint: str, no_ssh: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    ran = run_main("--inventory", RECIPES, "stop", "--lane", typed, capsys=capsys)
+    assert_refused(ran, f"--lane: unknown recipe {typed!r} {hint}")
+    assert no_ssh == []

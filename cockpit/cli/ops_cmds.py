@@ -270,6 +270,11 @@ def stop_cmd(ctx: click.Context, lane: str | None, cluster: str | None) -> None:
     from cockpit.ops.stop import stop
 
     inventory = usable_inventory(_inventory(ctx), cluster)
+    if lane is not None:  # a typo is refused with the nearest name before a node is asked
+        try:
+            inventory.recipe(lane)
+        except InputError as exc:
+            raise InputError(f"--lane: {exc}") from None
     _exit(_run_recorded(inventory, lambda c: stop(c, lane=lane, cluster=cluster)))
 
 
