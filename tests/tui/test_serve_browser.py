@@ -1,9 +1,11 @@
 """`cockpit serve` in a real headless Chromium, on a simulated fleet.
 
 What this proves: the real command (a subprocess, on loopback) serves textual-serve's page;
-no app runs before a browser connects; Chromium loads the page, and its websocket makes the
-server start a `cockpit … tui --readonly` process (read from /proc: a descendant of the server,
-`--readonly` right after `tui` on its command line); what that process sends the browser (the
+no app runs before a browser connects; a page of another origin (another loopback port) whose
+script opens the web view's websocket in this Chromium gets an error, and no app starts;
+Chromium loads the page, and its websocket makes the server start a `cockpit … tui --readonly`
+process (read from /proc: a descendant of the server, `--readonly` right after `tui` on its
+command line); what that process sends the browser (the
 websocket frames Chromium received, read over the DevTools protocol) holds the Nodes pane's rows
 of both nodes, each up with GPU %, unified memory, temperature, power and clock from the nodes'
 probes, and the READ-ONLY title; the node-changing keys typed into the page (`l`, `s`, `y`, `b`,
@@ -33,6 +35,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
 from PIL import Image
 
 from cockpit.cli.serve_cmd import served_command
@@ -151,6 +154,40 @@ def _devtools_port(profile: Path, chromium: subprocess.Popen[bytes]) -> int:
     return int(marker.read_text().split()[0])
 
 
+FOREIGN_PAGE = """<html><body><script>
+window.verdict = "pending";
+const ws = new WebSocket("ws://127.0.0.1:{port}/ws?width=80&height=24");
+ws.onopen = () => {{ window.verdict = "open"; }};
+ws.onerror = () => {{ if (window.verdict === "pending") window.verdict = "refused"; }};
+</script></body></html>"""
+
+
+async def _foreign_page_verdict(page: Page, port: int) -> str:
+    """What a page of another origin (another loopback port) got when its script opened the
+    web view's websocket in this Chromium: "open", "refused" or still "pending"."""
+
+    async def index(_: web.Request) -> web.Response:
+        return web.Response(text=FOREIGN_PAGE.format(port=port), content_type="text/html")
+
+    foreign = web.Application()
+    foreign.router.add_get("/", index)
+    runner = web.AppRunner(foreign)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", free_port())
+        await site.start()
+        await page.call("Page.navigate", url=site.name + "/")
+        deadline = time.monotonic() + 20
+        while True:
+            answer = await page.call("Runtime.evaluate", expression="window.verdict")
+            verdict = answer.get("result", {}).get("value")
+            if verdict in ("open", "refused") or time.monotonic() > deadline:
+                return str(verdict)
+            await asyncio.sleep(0.2)
+    finally:
+        await runner.cleanup()
+
+
 def _containers(fleet: SimFleet) -> str:
     """`docker ps -a` of every node, as the fleet's own SSH config reaches them."""
     out = []
@@ -210,6 +247,9 @@ async def test_headless_chromium_shows_the_readonly_nodes_pane_with_live_figures
             deviceScaleFactor=1,
             mobile=False,
         )
+        assert await _foreign_page_verdict(page, port) == "refused"
+        assert descendants(server.pid) == {}  # another site's page started nothing
+
         await page.call("Page.navigate", url=f"http://127.0.0.1:{port}/")
 
         deadline = time.monotonic() + 90

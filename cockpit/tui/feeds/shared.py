@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import logging
 import pickle
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -28,6 +29,7 @@ from cockpit.backoff import Backoff
 from cockpit.tui.feeds import Feed
 from cockpit.tui.state.inputs import EngineSampled, NodeLost, NodeSampled, RankLines, StoreInput
 
+log = logging.getLogger(__name__)
 LINGER_S = 30.0
 QUEUE_BATCHES = 600  # a minute of 100 ms ticks
 REPLAY_LOG_LINES = 500  # as many as a feed fetches when it first follows a container
@@ -145,8 +147,6 @@ class FeedHub:
         self._feed: asyncio.Task[None] | None = None
         self._linger: asyncio.Task[None] | None = None
         self._server: asyncio.Server | None = None
-        self.problem: str | None = None
-        """Why the feed last failed (it is restarted with backoff); None while it runs."""
 
     @property
     def viewers(self) -> int:
@@ -224,14 +224,19 @@ class FeedHub:
             try:
                 async with self.source() as feed:
                     async for batch in feed.batches():
-                        self.problem = None
                         failures = 0
                         self._publish(batch)
                 return
             except Exception as exc:  # an I/O error or a bug must not end every viewer's feed
                 failures += 1
-                self.problem = f"{type(exc).__name__}: {exc}"
-            await asyncio.sleep(RESTART.delay(failures))
+                pause = RESTART.delay(failures)
+                log.warning(
+                    "the fleet feed failed (%s: %s); retrying in %gs",
+                    type(exc).__name__,
+                    exc,
+                    pause,
+                )
+            await asyncio.sleep(pause)
 
     def _publish(self, batch: Sequence[StoreInput]) -> None:
         self.replay.record(batch)
