@@ -28,8 +28,10 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from cockpit.api_key import auth_headers
 from cockpit.bench import forensics, honesty
 from cockpit.bench.benchy_process import (
+    KEY_ENV,
     benchy_argv,
     groups,
     interrupt,
@@ -93,7 +95,7 @@ class BenchyDriver(Driver):
             runner, book_url = await serve_book()
             try:
                 async with (
-                    httpx.AsyncClient(timeout=30.0) as http,
+                    httpx.AsyncClient(timeout=30.0, headers=auth_headers(cfg.api_key)) as http,
                     self._watching(http, _WallClock()) as (sampler, watchdog),
                 ):
                     for group in groups(cfg.points):
@@ -179,6 +181,8 @@ class BenchyDriver(Driver):
         """Run one llama-benchy process and relay its progress until it ends or hangs."""
         argv = benchy_argv(self.cfg, points, book_url, result_file)
         env = {**os.environ, "HOME": str(result_file.parent)}  # its book cache: our temp dir
+        if self.cfg.api_key:
+            env[KEY_ENV] = self.cfg.api_key  # never its argv (`key_launcher`)
         proc = await asyncio.create_subprocess_exec(
             *argv,
             stdout=asyncio.subprocess.PIPE,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shlex
 import signal
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -19,18 +20,56 @@ from cockpit.bench.driver import DriverConfig
 from cockpit.bench.models import PointSpec
 from cockpit.bench.prompts import book_text
 from cockpit.bench.watch import Watchdog
+from cockpit.errors import InputError
 
 if TYPE_CHECKING:
     from aiohttp import web
 
 
+KEY_ENV = "COCKPIT_BENCHY_API_KEY"
+"""How a lane's API key reaches llama-benchy: its environment (see `key_launcher`)."""
+_RUN_WITH_KEY = (
+    "import os, runpy, sys\n"
+    "kind, target, *args = sys.argv[1:]\n"
+    f"sys.argv = [target, *args, '--api-key', os.environ.pop({KEY_ENV!r})]\n"
+    "if kind == 'module':\n"
+    "    runpy.run_module(target, run_name='__main__', alter_sys=True)\n"
+    "else:\n"
+    "    runpy.run_path(target, run_name='__main__')\n"
+)
+
+
+def key_launcher(exe: Sequence[str]) -> list[str]:
+    """The words that start llama-benchy (`exe`) so that it gets `--api-key` without the key on
+    any command line: llama-benchy takes the key only as that option, which `ps` shows every
+    user of the machine. Its own interpreter runs a few lines that append the option, read from
+    KEY_ENV, to its argv inside the process. `exe` is `PYTHON -m MODULE` or a Python script (the
+    console script pip writes); anything else is refused."""
+    if len(exe) == 3 and exe[1] == "-m":
+        return [exe[0], "-c", _RUN_WITH_KEY, "module", exe[2]]
+    if len(exe) == 1:
+        try:
+            with open(exe[0], encoding="utf-8", errors="replace") as script:
+                first = script.readline()
+        except OSError as exc:
+            raise InputError(f"llama-benchy at {exe[0]}: {exc.strerror}") from None
+        words = shlex.split(first[2:]) if first.startswith("#!") else []
+        if any(Path(w).name.startswith("python") for w in words):
+            return [*words, "-c", _RUN_WITH_KEY, "path", exe[0]]
+    raise InputError(
+        f"llama-benchy as {shlex.join(exe)} is not a Python script: the lane's API key could "
+        "reach it only on its command line; use the one the bench extra installs"
+    )
+
+
 def benchy_argv(
     cfg: DriverConfig, points: Sequence[PointSpec], book_url: str, result: Path
 ) -> list[str]:
-    """One llama-benchy command line for points sharing pp, tg and mode (it runs the grid)."""
+    """One llama-benchy command line for points sharing pp, tg and mode (it runs the grid); with
+    an API key, started by `key_launcher` (the key itself goes in KEY_ENV)."""
     first = points[0]
     argv = [
-        *cfg.exe,
+        *(key_launcher(cfg.exe) if cfg.api_key else cfg.exe),
         "--base-url", f"{cfg.base_url}/v1",
         "--model", cfg.model,
         "--tokenizer", str(cfg.tokenizer_dir),

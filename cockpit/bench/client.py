@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from cockpit.api_key import auth_headers
 from cockpit.bench.method import RequestTiming
 from cockpit.telemetry.sse import SseParser
 
@@ -86,19 +87,23 @@ def chat_body(model: str, context: str, prompt: str, max_tokens: int) -> bytes:
     return json.dumps(payload).encode()
 
 
-def stream_session(connections: int, timeout_s: float) -> aiohttp.ClientSession:
+def stream_session(
+    connections: int, timeout_s: float, api_key: str | None = None
+) -> aiohttp.ClientSession:
     """The streaming requests' HTTP client: aiohttp, as llama-benchy's.
 
     Its `iter_any()` hands over everything one socket read delivered at once, so SSE chunks that
     arrived together get one timestamp (httpx yields each HTTP chunk of a read separately, and
     stamping each apart made bursts look like 10,000+ t/s of decode). Keep-alive connections,
     so a stream does not pay a connection setup (an SSH channel through a forward) in its TTFT.
+    Every request carries the lane's API key (`Authorization: Bearer`) when it has one.
     """
     import aiohttp  # ~0.25 s of imports: only a bench pays them
 
     return aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=connections, keepalive_timeout=600),
         timeout=aiohttp.ClientTimeout(total=timeout_s, sock_connect=30.0),
+        headers=auth_headers(api_key),
     )
 
 

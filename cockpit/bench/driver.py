@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -35,6 +35,7 @@ class DriverConfig:
     metrics_interval_s: float = 5.0  # the watchdog's scrape interval while the client idles
     retries: int = 1
     adapt_prompt: bool = True  # llama-benchy's --adapt-prompt (its default), on both drivers
+    api_key: str | None = field(default=None, repr=False)  # sent as a Bearer token
     # built-in driver only
     seed: int | None = None  # None: fresh text every bench (the engine's prefix cache persists)
     request_timeout_s: float = 3600.0

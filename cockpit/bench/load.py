@@ -41,15 +41,20 @@ def prompt(rng: random.Random, chars: tuple[int, int]) -> str:
 
 
 async def steady_load(
-    base_url: str, count: LoadCount, shape: LoadShape = LoadShape(), seed: int = 0
+    base_url: str,
+    count: LoadCount,
+    shape: LoadShape = LoadShape(),
+    api_key: str | None = None,
+    seed: int = 0,
 ) -> None:
-    """Send chat completions to `base_url` until cancelled; failures are counted, then paused
-    on (an engine that went away is not hammered)."""
+    """Send chat completions to `base_url` (with the lane's API key, if any) until cancelled;
+    failures are counted, then paused on (an engine that went away is not hammered)."""
     import httpx
 
+    from cockpit.api_key import auth_headers
     from cockpit.bench.client import served_model
 
-    async with httpx.AsyncClient(timeout=shape.timeout_s) as http:
+    async with httpx.AsyncClient(timeout=shape.timeout_s, headers=auth_headers(api_key)) as http:
         model = await served_model(http, base_url)
 
         async def stream(index: int) -> None:

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from cockpit.api_key import auth_headers
 from cockpit.telemetry.metrics import parse_metrics, window
 from cockpit.telemetry.sse import SseParser
 
@@ -122,7 +123,9 @@ def verdict(log: WireLog, engine_itl_ms: float | None, scale: float = 1.0) -> st
     )
 
 
-async def wire_stream(url: str, model: str, prompt: str, max_tokens: int) -> WireLog:
+async def wire_stream(
+    url: str, model: str, prompt: str, max_tokens: int, api_key: str | None = None
+) -> WireLog:
     """One streaming chat completion over a raw socket, a timestamp per `recv()`."""
     parts = urlsplit(url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
@@ -138,7 +141,8 @@ async def wire_stream(url: str, model: str, prompt: str, max_tokens: int) -> Wir
     head = (
         f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}:{port}\r\n"
         f"Content-Type: application/json\r\nAccept: text/event-stream\r\n"
-        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        + "".join(f"{name}: {value}\r\n" for name, value in auth_headers(api_key).items())
+        + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
     ).encode()
     log = WireLog()
     reader, writer = await asyncio.open_connection(host, port)
@@ -202,9 +206,11 @@ class ProbeResult:
     time_scale: float
 
 
-async def probe(url: str, model: str, scale: float = 1.0, max_tokens: int = 64) -> ProbeResult:
+async def probe(
+    url: str, model: str, scale: float = 1.0, max_tokens: int = 64, api_key: str | None = None
+) -> ProbeResult:
     """The 8-token health check, then the wire probe (times in engine units via `scale`)."""
-    async with httpx.AsyncClient(timeout=120.0) as http:
+    async with httpx.AsyncClient(timeout=120.0, headers=auth_headers(api_key)) as http:
         start = time.perf_counter()
         resp = await http.post(
             f"{url}/v1/chat/completions",
@@ -220,7 +226,7 @@ async def probe(url: str, model: str, scale: float = 1.0, max_tokens: int = 64) 
         answer = data["choices"][0]["message"].get("content") or ""
         tokens = int((data.get("usage") or {}).get("completion_tokens") or 0)
         before = parse_metrics((await http.get(f"{url}/metrics")).text, at=time.perf_counter())
-        wire = await wire_stream(url, model, "Tell me a long story.", max_tokens)
+        wire = await wire_stream(url, model, "Tell me a long story.", max_tokens, api_key)
         after = parse_metrics((await http.get(f"{url}/metrics")).text, at=time.perf_counter())
     itl = window(before, after).itl
     itl_ms = itl.mean * 1000 if itl and itl.mean is not None else None

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 
+from cockpit.api_key import auth_headers
 from cockpit.bench import artifacts, environment, honesty
 from cockpit.bench.benchy import BenchyDriver, find_script
 from cockpit.bench.driver import DriverConfig
@@ -69,6 +70,7 @@ class BenchRequest:
     max_model_len: int | None = None  # the lane's (None: asked); deeper points are skipped
     adapt_prompt: bool = True
     tokenizer_source: str = ""  # where the tokenizer came from, for the report
+    api_key: str | None = field(default=None, repr=False)  # the lane's (`cockpit.api_key`)
 
 
 def prefix_cache_mode(points: tuple[PointSpec, ...]) -> str:
@@ -101,10 +103,13 @@ def make_driver(
         metrics_interval_s=req.metrics_interval_s,
         exe=req.benchy_exe or ((find_script(),) if req.driver == "llama-benchy" else ()),
         adapt_prompt=req.adapt_prompt,
+        api_key=req.api_key,
     )
     return driver_class(req.driver)(cfg, lane=req.lane, cluster=req.cluster)
 
 
+QUALITY_KEY_ENV = "TOOL_EVAL_API_KEY"
+"""tool-eval-bench's API key variable (its `--api-key` would show the key in `ps`)."""
 TIME_SCALE_ENV = "COCKPIT_TIME_SCALE"
 """Set by the simulator's own launchers (the demo, the test fleets) for the bench process: the
 engine's clock runs this many times faster than the wall. Never read from an endpoint: a real
@@ -125,7 +130,7 @@ def time_scale_default(environ: dict[str, str] | None = None) -> float:
 
 async def engine_facts(req: BenchRequest, url: str) -> tuple[str, str, int | None]:
     """(model, image, max-model-len) as the engine reports them, the request's values first."""
-    async with httpx.AsyncClient(timeout=30.0) as http:
+    async with httpx.AsyncClient(timeout=30.0, headers=auth_headers(req.api_key)) as http:
         listed = await environment.served_models(http, url)
         model = req.model or (listed[0]["id"] if listed else "")
         if not model:
@@ -316,8 +321,14 @@ async def run_quality(req: BenchRequest, model: str) -> tuple[Quality | None, st
     argv = quality_argv(req.endpoint, model, req.label, out_dir, exe=exe)
     out_dir.mkdir(parents=True, exist_ok=True)
     # Run inside its output folder: tool-eval-bench keeps a data/benchmarks.sqlite in its cwd.
+    # The lane's key goes in the variable it reads, never on its command line.
+    env = {**os.environ, **({QUALITY_KEY_ENV: req.api_key} if req.api_key else {})}
     proc = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, cwd=out_dir
+        *argv,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        cwd=out_dir,
+        env=env,
     )
     try:
         output, _ = await proc.communicate()

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from cockpit.api_key import auth_headers
 from cockpit.bench import forensics, honesty
 from cockpit.bench.client import (
     CONTEXT_LOAD_USER_MESSAGE,
@@ -82,8 +83,8 @@ class BuiltinDriver(Driver):
         for event in await self._opening():
             yield event
         async with (
-            httpx.AsyncClient(timeout=timeout) as http,
-            stream_session(connections, cfg.request_timeout_s) as session,
+            httpx.AsyncClient(timeout=timeout, headers=auth_headers(cfg.api_key)) as http,
+            stream_session(connections, cfg.request_timeout_s, cfg.api_key) as session,
             self._watching(http, self.clock) as (sampler, watchdog),
         ):
             try:

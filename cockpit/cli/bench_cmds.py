@@ -24,6 +24,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from cockpit.api_key import auth_headers, endpoint_api_key
 from cockpit.bench import artifacts
 from cockpit.bench import events as bev
 from cockpit.bench import probe as bench_probe
@@ -320,7 +321,13 @@ def bench_cmd(
         client_host=socket.gethostname() if bench_host == "local" else bench_host,
         max_model_len=plan.recipe.serve.max_model_len if plan else None,
         adapt_prompt=adapt_prompt,
+        api_key=plan.api_key if plan else endpoint_api_key(),
     )
+    if bench_host != "local" and req.api_key:
+        raise InputError(
+            f"--bench-host: {req.lane} has an API key, which the bench host's client would get "
+            "only on its command line: bench from this machine (leave out --bench-host)"
+        )
     if events_jsonl:
         _print_events_jsonl(req, model or "", time_scale or 1.0)
         return
@@ -416,14 +423,15 @@ def probe_cmd(
 ) -> None:
     """8-token health check, then one stream observed at the socket (who flushes late?)."""
     lane = None if endpoint else _lane_plan(ctx, recipe, cluster)
+    api_key = lane[1].api_key if lane else endpoint_api_key()
 
     async def observe(url: str) -> bench_probe.ProbeResult:
-        async with httpx.AsyncClient(timeout=30.0) as http:
+        async with httpx.AsyncClient(timeout=30.0, headers=auth_headers(api_key)) as http:
             listed = await served_models(http, url)
         if not listed:
             raise EngineUnanswered("/v1/models lists no model")
         model = str(listed[0].get("id", ""))
-        return await bench_probe.probe(url, model, time_scale_default(), tokens)
+        return await bench_probe.probe(url, model, time_scale_default(), tokens, api_key)
 
     async def run() -> bench_probe.ProbeResult:
         if lane is None:

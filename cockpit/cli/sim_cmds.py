@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -17,6 +18,9 @@ from cockpit_sim.fleet import SimFleet, default_dir
 from cockpit_sim.fleet.layout import MAX_NODES
 from cockpit_sim.fleet.realdocker import RealDockerError
 from cockpit_sim.tools.nodestate import NodeState
+
+if TYPE_CHECKING:
+    from cockpit.tui.demo import Demo
 
 console = Console(highlight=False, soft_wrap=True)
 
@@ -254,11 +258,14 @@ DEMO_RECIPE = "qwen3-0.6b-2x"
 """The demo's opening lane: the smallest recipe, its image already on its nodes."""
 
 
-def demo_lane(inventory_dir: Path, wanted: str | None) -> LaneTarget:
-    """`LANE@CLUSTER` as asked, else the demo recipe on its first cluster the fleet has; a lane
-    the inventory does not have is refused with the lanes it does have."""
+def demo_lane(inventory_dir: Path, wanted: str | None) -> Demo:
+    """The demo of `LANE@CLUSTER` as asked, else of the demo recipe on its first cluster the
+    fleet has (its load with the lane's API key); a lane the inventory does not have is refused
+    with the lanes it does have."""
+    from cockpit.api_key import lane_api_key
     from cockpit.config import load_inventory
     from cockpit.errors import InputError
+    from cockpit.tui.demo import Demo
 
     inventory = load_inventory(inventory_dir)
     lanes = [f"{r.name}@{c}" for r in inventory.recipes.values() for c in r.lane.clusters]
@@ -271,7 +278,7 @@ def demo_lane(inventory_dir: Path, wanted: str | None) -> LaneTarget:
     if wanted not in lanes:
         raise InputError(f"--lane: no lane {wanted!r} (lanes: {', '.join(lanes)})")
     lane, _, cluster = wanted.partition("@")
-    return LaneTarget(lane, cluster)
+    return Demo(LaneTarget(lane, cluster), api_key=lane_api_key(inventory.recipe(lane).env))
 
 
 @click.command()
@@ -305,7 +312,6 @@ def demo(
     (autotune included) takes about a minute rather than the real ~20-40.
     """
     from cockpit.cli.tui_cmd import tui
-    from cockpit.tui.demo import Demo
 
     with tempfile.TemporaryDirectory(prefix="cockpit-demo-") as tmp:
         fleet = SimFleet(
@@ -319,7 +325,7 @@ def demo(
             owner_pid=os.getpid(),  # the fleet stops itself if this process dies (e.g. SIGHUP)
         )
         with fleet:
-            opening = None if idle else Demo(demo_lane(fleet.inventory_dir, lane))
+            opening = None if idle else demo_lane(fleet.inventory_dir, lane)
             # the simulation's history stays with it: the operator's own store is left alone
             history = Path(tmp) / "history.db"
             ctx.obj = {

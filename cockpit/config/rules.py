@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from cockpit.api_key import API_KEY_ENV
 from cockpit.config.models import (
     Cluster,
     DeviationAction,
@@ -32,6 +33,8 @@ RENDERED_FLAGS = frozenset(
         "model",
     }
 )
+API_KEY_FLAG = "api-key"
+"""vLLM's key flag: refused, the key goes in the env as API_KEY_ENV (`cockpit.api_key`)."""
 
 
 def check_nul(
@@ -128,6 +131,13 @@ def check_exclusive_flags(recipe: Recipe, src: TomlSource) -> Iterator[Problem]:
             yield src.problem(
                 ("serve", "extra_args", flag),
                 f"--{flag} has its own field: set serve.{flag.replace('-', '_')} instead",
+            )
+        elif flag == API_KEY_FLAG:
+            yield src.problem(
+                ("serve", "extra_args", flag),
+                f"--{flag} would put the key on the engine's command line (the node's ps and "
+                f"docker inspect show it): remove it and set {API_KEY_ENV} in [env] (it reaches "
+                "the engine through the env file, and the cockpit sends it as a Bearer token)",
             )
 
 

@@ -214,7 +214,9 @@ async def follow_boot(
             if head_ready and serving_at is None:
                 if probing is None and now >= next_probe:
                     url = url or await base_url(ctx.pool, plan)
-                    probing = asyncio.create_task(probe(url, plan.recipe.serve.served_model_name))
+                    probing = asyncio.create_task(
+                        probe(url, plan.recipe.serve.served_model_name, plan.api_key)
+                    )
                 if probing is not None and probing.done():
                     answer, probing = probing.result(), None
                     behind = [w for w in workers if not w.past_nccl]

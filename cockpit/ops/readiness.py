@@ -1,4 +1,5 @@
-"""Is a lane serving? `/health` answers 200 and a one-token chat completion comes back.
+"""Is a lane serving? `/health` answers 200 and a one-token chat completion comes back (with the
+lane's API key as a Bearer token when it has one: vLLM guards `/v1`, not `/health`).
 
 The head's port is always reached through an SSH port forward from the head node, as on a real
 fleet whose engines listen on addresses the cockpit host cannot (or must not) reach: no shortcut
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import httpx
 
+from cockpit.api_key import auth_headers
 from cockpit.plan import LanePlan
 from cockpit.ssh import SshError, SshPool
 
@@ -22,10 +24,12 @@ async def base_url(pool: SshPool, plan: LanePlan) -> str:
     return f"http://{host}:{port}"
 
 
-async def probe(url: str, model: str) -> str | None:
+async def probe(url: str, model: str, api_key: str | None = None) -> str | None:
     """None when the lane serves; else why not (one line)."""
     try:
-        async with httpx.AsyncClient(base_url=url, timeout=PROBE_TIMEOUT_S) as client:
+        async with httpx.AsyncClient(
+            base_url=url, timeout=PROBE_TIMEOUT_S, headers=auth_headers(api_key)
+        ) as client:
             health = await client.get("/health")
             if health.status_code != 200:
                 return f"/health answered {health.status_code}"

@@ -13,6 +13,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from cockpit.api_key import lane_api_key
 from cockpit.config.inventory import Inventory
 from cockpit.config.models import Cluster, Recipe, ServeContract
 from cockpit.config.rules import cluster_size_problem
@@ -106,6 +107,11 @@ class LanePlan:
     @property
     def endpoint(self) -> str:
         return f"http://{self.head_addr}:{self.serve_port}"
+
+    @property
+    def api_key(self) -> str | None:
+        """The key the lane's engine requires of `/v1/*` requests (its env's VLLM_API_KEY)."""
+        return lane_api_key(self.recipe.env)
 
     @property
     def launch_order(self) -> tuple[RankCommand, ...]:

@@ -16,8 +16,9 @@ WATCH_S = 0.5  # how often the load looks whether its lane (still) serves
 RETRY_S = 5.0  # after the load itself failed (e.g. the engine refused its first request)
 
 
-Load = Callable[[str, LoadCount, LoadShape], Awaitable[None]]
-"""A load on an endpoint until cancelled (`steady_load`; tests give a stand-in)."""
+Load = Callable[[str, LoadCount, LoadShape, str | None], Awaitable[None]]
+"""A load on an endpoint, with the lane's API key, until cancelled (`steady_load`; tests give a
+stand-in)."""
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class Demo:
     lane: LaneTarget
     shape: LoadShape = field(default_factory=LoadShape)
     load: Load = steady_load
+    api_key: str | None = field(default=None, repr=False)  # the lane's (`cockpit.api_key`)
 
 
 async def load_while_serving(
@@ -42,7 +44,7 @@ async def load_while_serving(
             continue
         endpoint = lane.endpoint
         say(f"demo load: {demo.shape.streams} streams on {lane.key} (g stops it)")
-        task = asyncio.create_task(demo.load(endpoint, count, demo.shape))
+        task = asyncio.create_task(demo.load(endpoint, count, demo.shape, demo.api_key))
         try:
             while not task.done():
                 await asyncio.sleep(WATCH_S)

@@ -162,6 +162,7 @@ class FleetOperations:
             recipe_hash=plan.recipe_hash,
             engine_image=plan.recipe.image.ref,
             max_model_len=mml,
+            api_key=plan.api_key,
         )
         async for event in bench(request):
             if not isinstance(event, Planned):  # the plan was shown already

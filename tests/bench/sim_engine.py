@@ -33,8 +33,10 @@ def running_engine(
     speed: float = 10.0,
     faults: tuple[str, ...] = (),
     boot_timeout: float = 90.0,
+    env: dict[str, str] | None = None,
 ) -> Iterator[str]:
-    """A serving engine's base URL; the process is stopped on exit."""
+    """A serving engine's base URL (`env`: more of its environment, e.g. VLLM_API_KEY); the
+    process is stopped on exit."""
     node = tmp / "node"
     (node / "cache").mkdir(parents=True, exist_ok=True)
     name = Path(model).parent.parent.name
@@ -53,6 +55,7 @@ def running_engine(
         speed=speed,
         boot_speed=max(BOOT_SPEED, speed),
         node={"faults": {f: True for f in faults}},
+        env=env,
     )
     try:
         deadline = time.monotonic() + boot_timeout

@@ -69,6 +69,25 @@ def test_an_env_value_an_env_file_cannot_carry_is_refused_without_printing_it(in
     assert "evil" not in result.stderr
 
 
+def test_an_api_key_flag_is_refused_with_where_the_key_goes_instead(inv: Path) -> None:
+    """`--api-key` would stand on the engine's command line (the node's ps, docker inspect)."""
+    recipe = inv / "qwen3-0.6b-2x.toml"
+    secret = "sk-flagvalue0123456789abcdef"
+    _edit(
+        recipe,
+        "enable_prefix_caching = true",
+        f'enable_prefix_caching = true\nextra_args = {{ api-key = "{secret}" }}',
+    )
+    result = run_cockpit("--inventory", inv, "validate")
+    assert result.returncode == 2
+    [error] = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    where = f"qwen3-0.6b-2x.toml:{_line_of(recipe, 'api-key')}: serve.extra_args.api-key:"
+    assert where in error and "VLLM_API_KEY in [env]" in error, error
+    assert secret not in result.stdout + result.stderr
+    launch = ("launch", "--recipe", "qwen3-0.6b-2x", "--cluster", "2nodes-dac", "--dry-run")
+    assert run_cockpit("--inventory", inv, *launch).returncode == 2
+
+
 def test_a_nul_is_refused_anywhere(inv: Path) -> None:
     recipe = inv / "qwen3-0.6b-2x.toml"
     _edit(recipe, 'served_model_name = "qwen3-0.6b"', 'served_model_name = "qwen\\u0000x"')

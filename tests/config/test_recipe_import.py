@@ -397,9 +397,12 @@ def test_dry_run_shows_no_secret_and_the_file_keeps_it(tmp_path: Path) -> None:
     assert shown_run.returncode == 0, shown_run.stderr
     assert secret not in shown_run.stdout + shown_run.stderr
     assert 'HF_TOKEN = "<redacted>"' in shown_run.stdout
+    assert 'VLLM_API_KEY = "<redacted>"' in shown_run.stdout  # the flag's last value, as vLLM
     written = run_cockpit("--inventory", inv, "recipe", "import", source, *sets)
     assert written.returncode == 0 and secret not in written.stderr
-    assert f'HF_TOKEN = "{secret}"' in (inv / "s.toml").read_text()
+    text = (inv / "s.toml").read_text()
+    assert f'HF_TOKEN = "{secret}"' in text and f'VLLM_API_KEY = "{secret}x"' in text
+    assert "api-key =" not in text  # never a flag on the engine's command line
 
 
 def test_cockpit_import_sparkrun_and_eugr_are_the_same_import(tmp_path: Path) -> None:

@@ -20,7 +20,9 @@ from tests.tui.scripted_ops import ScriptedOperations
 LOADED: list[str] = []  # the endpoints the stand-in load was started on
 
 
-async def stand_in_load(endpoint: str, count: LoadCount, shape: LoadShape) -> None:
+async def stand_in_load(
+    endpoint: str, count: LoadCount, shape: LoadShape, api_key: str | None
+) -> None:
     """The scene's endpoints are not on loopback: nothing may be sent to them."""
     LOADED.append(endpoint)
     await asyncio.Event().wait()

@@ -10,7 +10,12 @@ from pathlib import Path
 from cockpit.config.models import Cluster
 from cockpit.config.recipe_import.recipe import fitting_clusters, image_table, model_table
 from cockpit.config.recipe_import.source import Imported, Refused, split_command
-from cockpit.config.recipe_import.vllm_flags import lane_nodes, parse_flags, serve_table
+from cockpit.config.recipe_import.vllm_flags import (
+    api_key_env,
+    lane_nodes,
+    parse_flags,
+    serve_table,
+)
 from cockpit.config.rules import RENDERED_FLAGS
 
 
@@ -76,6 +81,7 @@ def from_script(text: str, name: str, clusters: dict[str, Cluster], source: Path
         raise Refused(
             source, "", f"--nnodes {flags['nnodes']} with TP {nodes}: the cockpit runs TP = nodes"
         )
+    env |= api_key_env(flags, result)
     serve = serve_table(flags, result)
     serve.setdefault("served_model_name", str(model or ""))
     result.table = {

@@ -19,7 +19,12 @@ from cockpit.config.recipe_import.source import (
     fill,
     split_command,
 )
-from cockpit.config.recipe_import.vllm_flags import lane_nodes, parse_flags, serve_table
+from cockpit.config.recipe_import.vllm_flags import (
+    api_key_env,
+    lane_nodes,
+    parse_flags,
+    serve_table,
+)
 
 # sparkrun 0.4.2's top-level recipe keys (sparkrun/core/recipe.py, _KNOWN_KEYS).
 SPARKRUN_KEYS = frozenset(
@@ -139,6 +144,7 @@ def _from_yaml(
     solo, cluster_only = bool(data.get("solo_only")), bool(data.get("cluster_only"))
     low = max(_count(data, "min_nodes", source) or 1, 2 if cluster_only else 1)
     high = 1 if solo else _count(data, "max_nodes", source)
+    key_env = api_key_env(flags, result)
     serve = serve_table(flags, result)
     serve.setdefault("served_model_name", str(data.get("model", "")))
     model = model_table(
@@ -166,7 +172,7 @@ def _from_yaml(
         "serve": serve,
         "env": {str(k): _env_value(str(k), v, values, result) for k, v in env.items()},
     }
-    result.table["env"] = {k: v for k, v in result.table["env"].items() if v is not None}
+    result.table["env"] = {k: v for k, v in result.table["env"].items() if v is not None} | key_env
     return result
 
 

@@ -9,9 +9,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from cockpit.api_key import API_KEY_ENV
 from cockpit.config.models import ServeContract
 from cockpit.config.recipe_import.source import Imported, Refused
-from cockpit.config.rules import RENDERED_FLAGS
+from cockpit.config.rules import API_KEY_FLAG, RENDERED_FLAGS
 
 SHORT_FLAGS = {"-tp": "tensor-parallel-size", "-pp": "pipeline-parallel-size"}
 JSON_FIELDS = (
@@ -69,6 +70,22 @@ def _number(value: Any) -> Any:
         except (TypeError, ValueError):
             pass
     return value
+
+
+def api_key_env(flags: dict[str, Any], result: Imported) -> dict[str, str]:
+    """`--api-key KEY` taken out of `flags` as the env's VLLM_API_KEY, which vLLM reads too: a
+    flag would stand on the engine's command line on the node (the loader refuses it)."""
+    value = flags.pop(API_KEY_FLAG, None)
+    if value is None:
+        return {}
+    if value is True:
+        result.skip(f"--{API_KEY_FLAG}", "given without a key")
+        return {}
+    result.skip(
+        f"--{API_KEY_FLAG}",
+        f"moved to [env] {API_KEY_ENV}: a flag would stand on the node's command line",
+    )
+    return {API_KEY_ENV: str(value)}
 
 
 def serve_table(flags: dict[str, Any], result: Imported) -> dict[str, Any]:

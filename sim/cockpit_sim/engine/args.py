@@ -55,6 +55,8 @@ class EngineArgs:
     enable_prefix_caching: bool = True
     speculative_config: dict[str, Any] = field(default_factory=dict)
     compilation_config: dict[str, Any] = field(default_factory=dict)
+    api_keys: tuple[str, ...] = ()
+    """`--api-key` (vLLM takes several); none: the env's VLLM_API_KEY (`server.api_keys`)."""
     non_default_args: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -241,5 +243,6 @@ def parse(argv: list[str]) -> EngineArgs:
         enable_prefix_caching=ns.enable_prefix_caching is not False,
         speculative_config=ns.speculative_config,
         compilation_config=ns.compilation_config,
+        api_keys=tuple(ns.api_key or ()),
         non_default_args=given,
     )

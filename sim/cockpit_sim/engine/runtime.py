@@ -38,7 +38,7 @@ from cockpit_sim.engine.core import EngineCore
 from cockpit_sim.engine.metrics import EngineMetrics, cache_config_info
 from cockpit_sim.engine.rendezvous import HeadLink, WorkerLink
 from cockpit_sim.engine.scheduler import Scheduler, SchedulerConfig
-from cockpit_sim.engine.server import AccessLogger, ServerContext, build_app
+from cockpit_sim.engine.server import AccessLogger, ServerContext, api_keys, build_app
 from cockpit_sim.engine.stats import LOG_INTERVAL_S
 from cockpit_sim.tools.netinfo import address_of
 
@@ -456,6 +456,7 @@ async def _serve(r: Rank, plan: boot.BootPlan) -> tuple[EngineCore, web.AppRunne
         lane=plan.cal.key,
         created=int(_wall()),
         faults=lambda: faults.read_node(r.node_dir).faults,
+        api_keys=api_keys(a, r.env),
     )
     runner = web.AppRunner(
         build_app(ctx),

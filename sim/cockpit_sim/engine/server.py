@@ -16,6 +16,10 @@ read for the client), the first two steps of each burst share one chunk (fewer c
 tokens) and the generated text carries two-byte characters split over two tokens, whose first
 token is a chunk with empty text and, with `return_token_ids`, its token id.
 
+With an API key (`--api-key`, else the env's `VLLM_API_KEY`, as vLLM reads them) a path under
+`/v1` (and vLLM's other guarded prefixes) wants `Authorization: Bearer <key>` and answers vLLM's
+401 without it; `/health`, `/metrics`, `/version`, `/tokenize` and `/detokenize` stay open.
+
 Without `max_tokens` a chat answer stops by itself ("stop") after a deterministic 48..247 tokens;
 with it, the pseudo-model talks until the limit ("length"), as benchmarks expect.
 """
@@ -23,12 +27,13 @@ with it, the pseudo-model talks until the limit ("length"), as benchmarks expect
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import secrets
 import time
 import uuid
 import zlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +65,8 @@ class ServerContext:
     created: int
     faults: Callable[[], frozenset[str]] = frozenset
     """The node's faults now (re-read per request)."""
+    api_keys: tuple[str, ...] = ()
+    """Bearer tokens `/v1*` requires (`api_keys`); none: every path is open."""
 
     @property
     def fingerprint(self) -> str:
@@ -77,6 +84,32 @@ def _dumps(value: Any) -> str:
 
 def _refused(body: dict[str, Any]) -> web.Response:
     return _json(body, status=body["error"]["code"])
+
+
+API_KEY_ENV = "VLLM_API_KEY"
+GUARDED_PREFIX = ("/v1", "/v2", "/inference", "/cohere")
+"""vLLM 0.32's AuthenticationMiddleware checks the key on paths starting with one of these
+(vllm/entrypoints/serve/middleware/authenticate.py), nothing else."""
+
+
+def api_keys(args: EngineArgs, env: Mapping[str, str]) -> tuple[str, ...]:
+    """The keys the server requires, as vLLM picks them: `--api-key` values, else the env's
+    VLLM_API_KEY; empty ones dropped (an empty VLLM_API_KEY sets no key)."""
+    return tuple(key for key in (args.api_keys or (env.get(API_KEY_ENV, ""),)) if key)
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
+
+
+def _authorised(header: str | None, digests: tuple[bytes, ...]) -> bool:
+    """vLLM's check: scheme `Bearer` (any case), the rest after one space compared by hash in
+    constant time with every key."""
+    scheme, _, token = (header or "").partition(" ")
+    if scheme.lower() != "bearer":
+        return False
+    found = _digest(token)
+    return any([secrets.compare_digest(found, d) for d in digests])  # a list: every key compared
 
 
 class AccessLogger(AbstractAccessLogger):
@@ -124,7 +157,23 @@ def build_app(ctx: ServerContext) -> web.Application:
                 route, request.method, status, length, size, ctx.core.now() - began
             )
 
-    app = web.Application(middlewares=[http_metrics, speed_header], client_max_size=64 * 2**20)
+    digests = tuple(_digest(key) for key in ctx.api_keys)
+
+    @web.middleware
+    async def authentication(request: web.Request, handler: Handler) -> web.StreamResponse:
+        """vLLM's AuthenticationMiddleware: outermost, OPTIONS and unguarded paths pass."""
+        if (
+            digests
+            and request.method != "OPTIONS"
+            and request.path.startswith(GUARDED_PREFIX)
+            and not _authorised(request.headers.get("Authorization"), digests)
+        ):
+            return _json({"error": "Unauthorized"}, status=401)
+        return await handler(request)
+
+    app = web.Application(
+        middlewares=[authentication, http_metrics, speed_header], client_max_size=64 * 2**20
+    )
     handlers = _Handlers(ctx)
     app.router.add_get("/health", handlers.health)
     app.router.add_get("/version", handlers.version)
