@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -167,4 +168,28 @@ def test_stop_of_a_lane_not_in_the_inventory_names_the_nearest(
 ) -> None:
     ran = run_main("--inventory", RECIPES, "stop", "--lane", typed, capsys=capsys)
     assert_refused(ran, f"--lane: unknown recipe {typed!r} {hint}")
+    assert no_ssh == []
+
+
+@pytest.fixture
+def missing_key_inventory(tmp_path: Path) -> Path:
+    """The project's inventory whose [ssh] names an identity file that is not there."""
+    root = tmp_path / "inventory"
+    shutil.copytree(RECIPES, root)
+    clusters = root / "clusters.toml"
+    text = clusters.read_text()
+    clusters.write_text(text.replace("[ssh]\n", '[ssh]\nidentity_files = ["keys/gone"]\n', 1))
+    return root
+
+
+def test_validate_and_status_name_an_identity_file_that_is_not_there(
+    missing_key_inventory: Path, no_ssh: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    problem = (
+        f"{missing_key_inventory / 'clusters.toml'}:13: ssh.identity_files.0: "
+        f"{missing_key_inventory / 'keys' / 'gone'} does not exist"
+    )
+    validated = run_main("--inventory", missing_key_inventory, "validate", capsys=capsys)
+    assert validated.code == 2 and f"error: {problem}" in validated.stderr.splitlines()
+    assert_refused(run_main("--inventory", missing_key_inventory, "status", capsys=capsys), problem)
     assert no_ssh == []

@@ -12,7 +12,7 @@ from rich.table import Table
 from cockpit.cli.output import stdout_console
 from cockpit.cli.usable import usable_inventory
 from cockpit.config import check_inventory, resolve_inventory_dir
-from cockpit.config.inventory import known_hosts_problem
+from cockpit.config.inventory import known_hosts_problem, ssh_file_problems
 from cockpit.errors import EXIT_REFUSED
 from cockpit.plan import RankCommand, plan_lane, redact_argv
 from cockpit.plan.render import ENV_FILE
@@ -101,6 +101,8 @@ def validate(ctx: click.Context) -> None:
     inventory, problems = check_inventory(root)
     if inventory is not None and (known_hosts := known_hosts_problem(inventory)):
         problems.append(known_hosts)
+    if inventory is not None:
+        problems += ssh_file_problems(inventory)
     for problem in problems:
         click.echo(f"error: {problem}", err=True)
     if problems:

@@ -17,7 +17,7 @@ from cockpit.config.clusters import Breakage, load_clusters
 from cockpit.config.models import Cluster, Node, Recipe, SshSettings
 from cockpit.config.problems import pydantic_problems
 from cockpit.config.rules import check_nul, check_recipe
-from cockpit.config.toml_source import TomlSource, read_toml
+from cockpit.config.toml_source import Loc, TomlSource, read_toml
 from cockpit.errors import InputError, Problem
 from cockpit.redact import is_secret_name, remember
 
@@ -227,6 +227,36 @@ def load_inventory(root: Path | None = None, *, partial: bool = False) -> Invent
     if problems or inventory is None:
         raise InputError(problems)
     return inventory
+
+
+def ssh_file_problems(inventory: Inventory) -> list[Problem]:
+    """Every identity file and the ssh config file the inventory names that cannot be read,
+    each at its line (without this, `status` said a bare "no such file or directory")."""
+    ssh = inventory.ssh
+    named: list[tuple[Loc, str]] = [
+        (("ssh", "identity_files", i), written) for i, written in enumerate(ssh.identity_files)
+    ]
+    if ssh.config_file is not None:
+        named.append((("ssh", "config_file"), ssh.config_file))
+    problems = []
+    for loc, written in named:
+        path = inventory.path(written)
+        if path is None or (path.is_file() and os.access(path, os.R_OK)):
+            continue
+        why = (
+            "is a folder"
+            if path.is_dir()
+            else "is not readable"
+            if path.exists()
+            else "does not exist"
+        )
+        message = f"{path} {why}"
+        source = inventory.root / CLUSTERS_FILE
+        try:
+            problems.append(read_toml(source).problem(loc, message))
+        except InputError:
+            problems.append(Problem(str(source), None, ".".join(map(str, loc)), message))
+    return problems
 
 
 def known_hosts_problem(inventory: Inventory, nodes: Iterable[str] | None = None) -> Problem | None:

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from cockpit.config import Inventory
-from cockpit.config.inventory import known_hosts_problem
+from cockpit.config.inventory import known_hosts_problem, ssh_file_problems
 from cockpit.errors import InputError
 from cockpit.ssh.address import Settings
 from cockpit.ssh.pool import SshPool
@@ -24,11 +24,13 @@ def settings_of(inventory: Inventory) -> Settings:
 
 def pool_for(inventory: Inventory, nodes: Iterable[str] | None = None, **options: Any) -> SshPool:
     """A pool over `nodes` (default: every node); `config_file` (if set) replaces ~/.ssh/config.
-    A configured known_hosts that cannot be read is refused first (exit code 2)."""
+    A configured known_hosts, identity file or ssh config that cannot be read is refused first
+    (exit code 2)."""
     names = list(nodes) if nodes is not None else list(inventory.nodes)
-    problem = known_hosts_problem(inventory, names)
-    if problem is not None:
-        raise InputError([problem])
+    known_hosts = known_hosts_problem(inventory, names)
+    problems = [*([known_hosts] if known_hosts else []), *ssh_file_problems(inventory)]
+    if problems:
+        raise InputError(problems)
     config = inventory.path(inventory.ssh.config_file)
     return SshPool(
         [inventory.nodes[name] for name in names],
