@@ -34,7 +34,7 @@ DEMO = (
 TESTS = (
     "apt-get install -y openssh-server docker.io docker-registry busybox-static prometheus tmux "
     "chromium gcc libc6-dev && python3 -m venv .venv && .venv/bin/pip install -q -c "
-    "requirements.lock -e '.[test,bench]' -e ./sim && .venv/bin/pytest -q -n 4 --dist loadfile "
+    "requirements.lock -e '.[test,bench,docs]' -e ./sim && .venv/bin/pytest -q -n 4 --dist loadfile "
     "-m 'not timing' && .venv/bin/pytest -q -m timing"
 )
 OPTION = re.compile(r"(?<![\w-])--?[A-Za-z0-9][\w-]*")
@@ -141,5 +141,7 @@ def test_the_readme_fits_two_screens_and_holds_the_set_up_commands() -> None:
     assert len(text.encode()) <= 10_000
     blocks = re.findall(r"^```bash\n(.*?)\n```$", text, re.S | re.M)
     assert DEMO in blocks and TESTS in blocks
+    ci = (ROOT / ".ci/run").read_text()
+    assert TESTS.partition(" && ")[2] in ci.splitlines()  # CI runs the README's test command
     for link in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", text):
         assert (ROOT / unquote(link)).exists(), link
