@@ -120,6 +120,15 @@ class Notice(OpEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class LockBroken(Notice):
+    """A node's lock this operation removed, stale or broken on request (`--break-lock`): a
+    warning like any notice, and a row of the history (who broke whose)."""
+
+    holder: str  # user@host whose lock it was, or what the file was when it was no record
+    forced: bool = False  # broken on request, not stale
+
+
+@dataclass(frozen=True, kw_only=True)
 class Finished(OpEvent):
     """The last event of every operation."""
 

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from cockpit.config import Inventory
     from cockpit.history.recorder import OpRecording
     from cockpit.ops.context import OpContext
+    from cockpit.ops.locks import BreakLock, NodeLock
 
 console = Console(highlight=False, soft_wrap=True)
 
@@ -183,6 +184,7 @@ async def _run(
     inventory: Inventory,
     make: Callable[[OpContext], AsyncIterator[ev.OpEvent]],
     recording: OpRecording,
+    breaker: BreakLock | None,
 ) -> int:
     from cockpit.ops.context import OpContext
     from cockpit.ssh.inventory import pool_for  # imported here: `cockpit --help` stays fast
@@ -193,21 +195,63 @@ async def _run(
     else:
         printer = PlainPrinter(lambda text: print(text, flush=True))
     async with pool_for(inventory) as pool:
-        async for event in make(OpContext(inventory, pool)):
+        async for event in make(OpContext(inventory, pool, break_lock=breaker)):
             printer.show(event)
             recording.observe(event)
     return printer.exit_code
 
 
 def _run_recorded(
-    inventory: Inventory, make: Callable[[OpContext], AsyncIterator[ev.OpEvent]]
+    inventory: Inventory,
+    make: Callable[[OpContext], AsyncIterator[ev.OpEvent]],
+    breaker: BreakLock | None = None,
 ) -> int:
     """Run the operation until it ends or a signal rolls it back, recorded in the history."""
     from cockpit.cli.recording import cli_recorder
     from cockpit.history.recorder import recording
 
     with cli_recorder() as recorder, recording(recorder) as run:
-        return run_interruptible(_run(inventory, make, run))
+        return run_interruptible(_run(inventory, make, run, breaker))
+
+
+NO_BREAK_ANSWER = (
+    "lock not broken: no answer to 'Break this lock?' (stdin is not a terminal, or it ended); "
+    "nothing changed: pass --yes with --break-lock to break it without asking"
+)
+
+
+def _breaker(break_lock: bool, yes: bool) -> BreakLock | None:
+    """`--break-lock`: a live lock in the operation's way is broken once the operator, shown
+    whose it is, says so (`--yes`: without asking). The operation records it in the history."""
+    if not break_lock:
+        return None
+
+    async def confirm(node: str, lock: NodeLock) -> bool:
+        if yes:
+            return True
+        question = f"{node} is locked: {lock.held_message()}. Break this lock?"
+        try:
+            with blocking_call():  # Ctrl-C at the prompt ends it at once
+                return click.confirm(question, default=False)
+        except click.Abort:  # end of input: no answer will ever come
+            raise InputError(NO_BREAK_ANSWER) from None
+
+    return confirm
+
+
+def _break_lock_option(command: Callable[..., None]) -> Callable[..., None]:
+    return click.option(
+        "--break-lock",
+        is_flag=True,
+        help="Break a live lock of another operation in the way (shows whose, asks first; "
+        "recorded in the history).",
+    )(command)
+
+
+def _yes_option(command: Callable[..., None]) -> Callable[..., None]:
+    return click.option(
+        "--yes", "-y", is_flag=True, help="Do not ask before breaking a lock (--break-lock)."
+    )(command)
 
 
 def _exit(code: int) -> None:
@@ -228,6 +272,8 @@ def _exit(code: int) -> None:
                    "(default 600).")  # fmt: skip
 @click.option("--ready-watch", type=SECONDS_OR_ZERO, default=None,
               help="Seconds every rank must stay up after ready (default 3).")  # fmt: skip
+@_break_lock_option
+@_yes_option
 @click.pass_context
 def launch_cmd(
     ctx: click.Context,
@@ -239,6 +285,8 @@ def launch_cmd(
     boot_timeout: float | None,
     stall_timeout: float | None,
     ready_watch: float | None,
+    break_lock: bool,
+    yes: bool,
 ) -> None:
     """Preflight, start and follow a lane to ready (rolled back on failure)."""
     from cockpit.ops.launch import launch
@@ -251,6 +299,7 @@ def launch_cmd(
             inventory,
             lambda c: launch(c, chosen, cluster, sync_image=sync_image, sync_model=sync_model,
                              dry_run=dry_run, **timing),
+            _breaker(break_lock, yes),
         )
     )  # fmt: skip
 
@@ -264,8 +313,12 @@ def _timing(boot: float | None, stall: float | None, watch: float | None) -> dic
 @click.command("stop")
 @click.option("--lane", "-l", default=None, help="Lane (recipe name) to stop wherever it runs.")
 @click.option("--cluster", "-c", default=None, help="Stop every lane on this cluster's nodes.")
+@_break_lock_option
+@_yes_option
 @click.pass_context
-def stop_cmd(ctx: click.Context, lane: str | None, cluster: str | None) -> None:
+def stop_cmd(
+    ctx: click.Context, lane: str | None, cluster: str | None, break_lock: bool, yes: bool
+) -> None:
     """Stop and remove a lane's containers; verify the GPUs are released."""
     from cockpit.ops.stop import stop
 
@@ -275,21 +328,33 @@ def stop_cmd(ctx: click.Context, lane: str | None, cluster: str | None) -> None:
             inventory.recipe(lane)
         except InputError as exc:
             raise InputError(f"--lane: {exc}") from None
-    _exit(_run_recorded(inventory, lambda c: stop(c, lane=lane, cluster=cluster)))
+    _exit(
+        _run_recorded(
+            inventory, lambda c: stop(c, lane=lane, cluster=cluster), _breaker(break_lock, yes)
+        )
+    )
 
 
 @click.command("sync-image")
 @click.option("--recipe", "-r", required=True)
 @click.option("--cluster", "-c", required=True)
 @click.option("--from", "source", default=None, help="Source node (default: one holding it).")
+@_break_lock_option
+@_yes_option
 @click.pass_context
-def sync_cmd(ctx: click.Context, recipe: str, cluster: str, source: str | None) -> None:
+def sync_cmd(
+    ctx: click.Context, recipe: str, cluster: str, source: str | None, break_lock: bool, yes: bool
+) -> None:
     """Copy the lane's image node to node, re-attach its digest, verify its id."""
     from cockpit.ops.sync import sync_image
 
     inventory = usable_inventory(_inventory(ctx), cluster)
     chosen = inventory.recipe(recipe)
-    _exit(_run_recorded(inventory, lambda c: sync_image(c, chosen, cluster, source)))
+    _exit(
+        _run_recorded(
+            inventory, lambda c: sync_image(c, chosen, cluster, source), _breaker(break_lock, yes)
+        )
+    )
 
 
 @click.command("sync-model")
@@ -298,16 +363,30 @@ def sync_cmd(ctx: click.Context, recipe: str, cluster: str, source: str | None) 
 @click.option("--from", "source", default=None,
               help="Source node (default: the first whose snapshot matches the pins).")  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="Print the plan only.")
+@_break_lock_option
+@_yes_option
 @click.pass_context
 def sync_model_cmd(
-    ctx: click.Context, recipe: str, cluster: str, source: str | None, dry_run: bool
+    ctx: click.Context,
+    recipe: str,
+    cluster: str,
+    source: str | None,
+    dry_run: bool,
+    break_lock: bool,
+    yes: bool,
 ) -> None:
     """Copy the recipe's model snapshot node to node to the nodes lacking it; verify."""
     from cockpit.ops.model_sync import sync_model
 
     inventory = usable_inventory(_inventory(ctx), cluster)
     chosen = inventory.recipe(recipe)
-    _exit(_run_recorded(inventory, lambda c: sync_model(c, chosen, cluster, source, dry_run)))
+    _exit(
+        _run_recorded(
+            inventory,
+            lambda c: sync_model(c, chosen, cluster, source, dry_run),
+            _breaker(break_lock, yes),
+        )
+    )
 
 
 NO_ANSWER = (
@@ -319,7 +398,8 @@ NO_ANSWER = (
 @click.command("switch")
 @click.option("--recipe", "-r", required=True)
 @click.option("--cluster", "-c", required=True)
-@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--yes", "-y", is_flag=True,
+              help="Do not ask for confirmation (of the plan, of --break-lock).")  # fmt: skip
 @click.option(
     "--restore-on-failure",
     is_flag=True,
@@ -328,6 +408,7 @@ NO_ANSWER = (
 @click.option("--boot-timeout", type=SECONDS, default=None)
 @click.option("--stall-timeout", type=SECONDS, default=None)
 @click.option("--ready-watch", type=SECONDS_OR_ZERO, default=None)
+@_break_lock_option
 @click.pass_context
 def switch_cmd(
     ctx: click.Context,
@@ -338,6 +419,7 @@ def switch_cmd(
     boot_timeout: float | None,
     stall_timeout: float | None,
     ready_watch: float | None,
+    break_lock: bool,
 ) -> None:
     """Stop what occupies the cluster, sync if needed, launch the lane (one confirmed plan)."""
     from cockpit.ops.switch import switch
@@ -360,6 +442,7 @@ def switch_cmd(
             inventory,
             lambda c: switch(c, chosen, cluster, confirm=confirm,
                              restore_on_failure=restore_on_failure, **timing),
+            _breaker(break_lock, yes),
         )
     )  # fmt: skip
 

@@ -49,7 +49,7 @@ async def _collect(
 
         def snapshot() -> FleetStatus:
             now = time.time()
-            gone = holder_check(now, socket.gethostname(), pid_exists)
+            gone = holder_check(socket.gethostname(), pid_exists)
             return fleet_status(
                 poller.links(), poller.facts(), wanted, now, pace.stale_after_s, gone
             )

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cockpit.errors import EXIT_REFUSED, CockpitError, InputError
-from cockpit.events import Finished, OpEvent, StepFinished, StepStarted
+from cockpit.events import Finished, LockBroken, OpEvent, StepFinished, StepStarted
 from cockpit.history.downsample import Bucket, Downsampler, Reading
 from cockpit.history.records import (
     CANCELLED,
@@ -127,6 +127,19 @@ class OpRecording:
                 self._end(event.ts, outcome_of(event), event.exit_code, event.summary)
             case StepStarted() | StepFinished():
                 self._boot_step(event)
+            case LockBroken():
+                self._lock_broken(event)
+
+    def _lock_broken(self, event: LockBroken) -> None:
+        """A lock removed from a node is a run of its own, `break-lock`: who broke it (this
+        cockpit) and whose it was (in the summary), on that node, when."""
+        row = OpRow(
+            uuid.uuid4().hex, "break-lock", event.lane, event.cluster, self._who, os.getpid(),
+            event.ts, nodes=(event.node or "",), ended=event.ts, outcome=OK, exit_code=0,
+            summary=f"{'broke' if event.forced else 'took over'} {event.holder}'s lock: "
+            f"{event.message}",
+        )  # fmt: skip
+        self._put(row)
 
     def _boot_step(self, event: StepStarted | StepFinished) -> None:
         key = (event.lane, event.cluster)

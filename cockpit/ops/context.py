@@ -9,6 +9,7 @@ from cockpit.config import Inventory
 from cockpit.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED
 from cockpit.events import (
     Finished,
+    LockBroken,
     Notice,
     OpEvent,
     Planned,
@@ -18,7 +19,16 @@ from cockpit.events import (
     StepStarted,
 )
 from cockpit.ops.history import BootHistory
-from cockpit.ops.locks import LOCK_TTL_S, LockRecord, NodeLocks, new_record
+from cockpit.ops.locks import (
+    LEASE,
+    BreakLock,
+    BrokenLock,
+    Lease,
+    LockRecord,
+    NodeLocks,
+    break_lock_command,
+    new_record,
+)
 from cockpit.ssh import SshPool
 
 
@@ -29,7 +39,8 @@ class OpContext:
     inventory: Inventory
     pool: SshPool
     history: BootHistory = field(default_factory=BootHistory.default)
-    lock_ttl_s: float = LOCK_TTL_S
+    lease: Lease = LEASE
+    break_lock: BreakLock | None = None  # `--break-lock`: asked before a live lock is broken
     sync_width: int = 1  # relay chains fed by the source (1: one chain; peers: a star)
 
     @property
@@ -75,6 +86,16 @@ class Emit:
             severity=severity, message=message, node=node, line=line, check=check, **self._kw()
         )
 
+    def lock_broken(self, broken: BrokenLock) -> LockBroken:
+        return LockBroken(
+            severity=Severity.WARNING,
+            message=broken.message(),
+            node=broken.node,
+            holder=broken.holder,
+            forced=broken.forced,
+            **self._kw(),
+        )
+
     def info(self, message: str, node: str | None = None) -> Notice:
         return Notice(severity=Severity.INFO, message=message, node=node, **self._kw())
 
@@ -114,20 +135,29 @@ class Outcome:
 
 
 class OpLocks:
-    """The one way every operation takes its nodes' locks: the "lock" step, a warning for each
-    stale lock taken over (whose holder is named), and a refusal that leaves nothing held."""
+    """The one way every operation takes its nodes' locks: the "lock" step, a `LockBroken` for
+    each lock taken over (stale, or broken on request) naming its holder, and a refusal that
+    leaves nothing held and says the way out. The locks are renewed while held (a lease)."""
 
     def __init__(self, ctx: OpContext, emit: Emit) -> None:
         self.emit = emit
-        record = new_record(emit.op, emit.lane or emit.cluster, ctx.lock_ttl_s)
-        self.locks = NodeLocks(ctx.pool, record)
+        record = new_record(emit.op, emit.lane or emit.cluster)
+        self.locks = NodeLocks(
+            ctx.pool,
+            record,
+            ctx.lease,
+            # a stop is the way out of trouble: a holder that missed a renewal does not block it
+            stale_after_s=ctx.lease.missed_renewal_s if emit.op == "stop" else None,
+            breaker=ctx.break_lock,
+            again=break_lock_command(emit.op, emit.lane, emit.cluster),
+        )
 
     async def acquire(self, nodes: Iterable[str], outcome: Outcome) -> AsyncIterator[OpEvent]:
         """Lock `nodes`; on a refusal `outcome` is refused (the caller then ends)."""
         yield self.emit.started("lock")
         refused = await self.locks.acquire(nodes)
-        for node, why in self.locks.broken:
-            yield self.emit.notice(why, node)
+        for broken in self.locks.broken:
+            yield self.emit.lock_broken(broken)
         if refused:
             yield self.emit.finished("lock", ok=False, detail=str(refused[0]))
             outcome.refuse("; ".join(str(r) for r in refused))

@@ -22,7 +22,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 
-from cockpit.ops.locks import LockRecord, stale_reason
+from cockpit.ops.locks import LEASE, LockRecord, NodeLock, stale_reason
 
 LAUNCHING = "launching"
 READY = "ready"
@@ -36,13 +36,6 @@ node=$1; shift
 for lane in "$@"; do rm -f -- "$HOME/.cockpit/lanes/$node.$lane.json"; done
 exit 0
 """
-LIST_SCRIPT = """\
-for f in "$HOME"/.cockpit/locks/*.lock "$HOME"/.cockpit/lanes/*.json; do
-  [ -f "$f" ] && printf '%s\\t%s\\n' "${f##*/}" "$(head -c 4096 -- "$f")"
-done
-exit 0
-"""
-"""Prints `file name<TAB>content` for every lock and lane marker on a node (the status probe)."""
 
 
 @dataclass(frozen=True)
@@ -108,23 +101,24 @@ def remove_markers_command(node: str, lanes: list[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class Ownership:
-    """What one node's lock file and lane markers say (parsed from `LIST_SCRIPT`)."""
+    """What one node's lock file and lane markers say (the status probe's `own` section)."""
 
-    lock: LockRecord | None = None
+    lock: NodeLock | None = None
     markers: Mapping[str, LaneMarker] = field(default_factory=dict)  # lane → marker
 
 
 def parse_ownership(node: str, text: str) -> Ownership:
-    """`LIST_SCRIPT` output on `node` → its lock and its lane markers (other nodes' files, as on a
-    home directory shared over NFS, and unreadable files are ignored)."""
-    lock: LockRecord | None = None
+    """The probe's `own` section on `node` → its lock and its lane markers (other nodes' files,
+    as on a home directory shared over NFS, and unreadable lane markers are ignored; an
+    unreadable lock is a lock: it still holds the node)."""
+    lock: NodeLock | None = None
     markers: dict[str, LaneMarker] = {}
     for line in text.splitlines():
         name, sep, content = line.partition("\t")
         if not sep:
             continue
         if name == f"{node}.lock":
-            lock = LockRecord.loads(content)
+            lock = NodeLock.parse(content)
         elif name.startswith(f"{node}.") and name.endswith(".json"):
             marker = LaneMarker.loads(content)
             if marker is not None and marker.node == node:
@@ -132,26 +126,28 @@ def parse_ownership(node: str, text: str) -> Ownership:
     return Ownership(lock, markers)
 
 
-Alive = Callable[[LockRecord], str | None]
-"""Why a lock's holder is gone (`stale_reason` at a given time and host), None while it lives."""
+Alive = Callable[[NodeLock], str | None]
+"""Why a lock's holder is gone (`stale_reason` on a given host), None while it lives."""
 
 
-def holder_check(now: float, local_host: str, pid_alive: Callable[[int], bool]) -> Alive:
-    return lambda record: stale_reason(record, now, local_host, pid_alive)
+def holder_check(local_host: str, pid_alive: Callable[[int], bool]) -> Alive:
+    """The lease's stale rule as seen from `local_host` (whose pids it can tell)."""
+    return lambda lock: stale_reason(lock, LEASE.seconds, local_host, pid_alive)
 
 
 def orphan_reason(lane: str, owned: Ownership, gone: Alive) -> str | None:
     """Why the running containers of `lane` on this node have no owner, None when they have."""
     marker = owned.markers.get(lane)
     lock = owned.lock
+    record = lock.record if lock is not None else None
     if marker is not None and marker.state == READY:
         return None
     if marker is None:
-        if lock is not None and lock.lane == lane and gone(lock) is None:
+        if lock is not None and record is not None and record.lane == lane and gone(lock) is None:
             return None  # an operation on this lane holds the node right now
         return "no launch record on the node (started outside a cockpit launch, or by one killed)"
     launcher = f"its launch by {marker.owner} (pid {marker.pid})"
-    if lock is None or lock.token != marker.token:
+    if lock is None or record is None or record.token != marker.token:
         return f"{launcher} never reached ready and holds no lock any more"
     why = gone(lock)
     if why is not None:

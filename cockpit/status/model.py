@@ -152,7 +152,7 @@ def node_row(
     whether a lock's holder is gone (default: only by its TTL)."""
     health, detail = _health(link, facts, now, stale_after)
     gpu = facts.gpus[min(facts.gpus)] if facts.gpus else None
-    check = gone or holder_check(now, "", lambda _pid: True)
+    check = gone or holder_check("", lambda _pid: True)
     containers = (
         None
         if facts.containers is None

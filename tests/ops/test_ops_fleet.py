@@ -278,8 +278,9 @@ async def test_a_stale_lock_is_broken_and_said_so(cockpit: Cockpit) -> None:
     assert await NodeLocks(cockpit.pool, dead).acquire(["dgx3"]) == []
     ours = NodeLocks(cockpit.pool, new_record("stop"))
     assert await ours.acquire(["dgx3", "dgx4"]) == []
-    assert [node for node, _ in ours.broken] == ["dgx3"]
-    assert "is gone" in ours.broken[0][1] and "held by" in ours.broken[0][1]
+    assert [broken.node for broken in ours.broken] == ["dgx3"]
+    said = ours.broken[0].message()
+    assert "is gone" in said and "held by" in said
     await ours.release()
     again = NodeLocks(cockpit.pool, new_record("stop"))
     assert await again.acquire(["dgx3"]) == [] and again.broken == []

@@ -13,7 +13,15 @@ from cockpit.config import load_inventory
 from cockpit.errors import InputError
 from cockpit.ops.facts import NodeFacts, parse_facts, parse_listening, parse_weights, port_taken
 from cockpit.ops.history import BootHistory, eta_seconds
-from cockpit.ops.locks import LockRecord, stale_reason
+from cockpit.ops.locks import (
+    LEASE,
+    LockRecord,
+    LockRefused,
+    NodeLock,
+    break_lock_command,
+    lock_fix,
+    stale_reason,
+)
 from cockpit.ops.preflight import lane_fit, preflight
 from cockpit.ops.sync_plan import image_relay_command, parse_hop_line, plan_sync, split_chains
 from cockpit.plan import plan_lane
@@ -113,17 +121,52 @@ def test_facts_output_resolves_a_digest_prefix_to_the_full_reference() -> None:
 
 
 def test_lock_message_and_stale_rule() -> None:
+    """Issue 31: the node's clock judges a lock by its age since its last renewal; the record's
+    own `since` (and an older cockpit's `ttl_s`) decide nothing."""
     record = LockRecord("ana", "desk", 4242, "launch", since=1_790_000_000.0, lane="qwen")
     assert LockRecord.loads(record.dumps()) == record
     assert record.held_message() == (
         "held by ana@desk since 2026-09-21 14:13:20 UTC for operation launch qwen"
     )
-    now = record.since + 60
-    assert stale_reason(record, now, "desk", lambda pid: True) is None
-    assert "gone" in (stale_reason(record, now, "desk", lambda pid: False) or "")
-    assert stale_reason(record, now, "other-host", lambda pid: False) is None
-    assert "TTL" in (stale_reason(record, record.since + record.ttl_s + 1, "x", bool) or "")
-    assert LockRecord.loads("not json") is None
+    lease = LEASE.seconds
+    fresh = NodeLock(record.dumps(), 3.0)
+    assert stale_reason(fresh, lease, "desk", lambda pid: True) is None
+    assert "gone" in (stale_reason(fresh, lease, "desk", lambda pid: False) or "")
+    assert stale_reason(fresh, lease, "other-host", lambda pid: False) is None
+    old = NodeLock(record.dumps(), lease + 1)
+    assert "not renewed for 61 s" in (stale_reason(old, lease, "x", bool) or "")
+    forged = json.dumps({**json.loads(record.dumps()), "since": 4e9, "ttl_s": 1e9})
+    assert LockRecord.loads(forged) is not None
+    assert stale_reason(NodeLock(forged, lease + 1), lease, "x", bool) is not None
+    assert LockRecord.loads("not json") is None and LockRecord.loads("[]") is None
+
+
+def test_an_unreadable_lock_is_stale_after_a_lease_and_held_before() -> None:
+    """An empty lock file (power lost mid-write) blocked forever; a fresh one is being written."""
+    for content in ("", '{"user": '):
+        young, aged = NodeLock(content, 5.0), NodeLock(content, LEASE.seconds)
+        assert stale_reason(young, LEASE.seconds, "x", bool) is None
+        assert "unreadable lock file" in (stale_reason(aged, LEASE.seconds, "x", bool) or "")
+        assert "unreadable lock file" in young.held_message()
+
+
+def test_the_lock_line_is_the_age_by_the_nodes_clock_then_the_record() -> None:
+    assert NodeLock.parse("1500\t{}") == NodeLock("{}", 1.5)
+    assert NodeLock.parse("-20\t") == NodeLock("", 0.0)  # a file touched from the future
+    assert NodeLock.parse("") is None and NodeLock.parse("x\ty") is None
+
+
+def test_a_refusal_names_the_holder_and_the_way_out() -> None:
+    record = LockRecord("alice", "ops-laptop", 1, "launch", 0.0, lane="qwen")
+    again = break_lock_command("launch", "qwen", "2nodes-dac")
+    assert again == "cockpit launch -r qwen -c 2nodes-dac --break-lock"
+    refused = LockRefused("dgx1", "held", lock_fix(NodeLock(record.dumps(), 2.0), again))
+    assert str(refused) == (
+        "dgx1 is locked: held — fix: wait for alice@ops-laptop's launch to finish, "
+        "or cockpit launch -r qwen -c 2nodes-dac --break-lock"
+    )
+    assert break_lock_command("stop", "", "4nodes") == "cockpit stop --cluster 4nodes --break-lock"
+    assert break_lock_command("sync", "a b", "c") == "cockpit sync-image -r 'a b' -c c --break-lock"
 
 
 def test_sync_plan_source_peers_and_chains() -> None:

@@ -90,7 +90,7 @@ def test_running_ranks_are_told_orphaned_once_their_markers_are_read_after_the_l
     """A lane's running containers whose launch never reached ready and holds no lock are
     orphaned; a marker read before the container list may predate the launch, so it decides
     nothing: the container keeps its last verdict until the round's markers come."""
-    gone = holder_check(10.0, "here", lambda _pid: True)
+    gone = holder_check("here", lambda _pid: True)
     running = ps_line("cockpit-qwen3-0.6b-2x-r0", "aaaaaaaaaaaa", 0, "running", "Up 2 minutes")
     exited = ps_line("cockpit-qwen3-0.6b-2x-r1", "bbbbbbbbbbbb", 1, "exited", "Exited (1) 1s ago")
     listed = NodeFacts().with_frame(Section("ps", f"{running}\n{exited}", 0), 2.0)

@@ -102,9 +102,9 @@ def lane_containers(
     return out
 
 
-def local_holder_check(now: float) -> Alive:
-    """Whether a lock's holder is gone, as this host can tell (its own pids, every TTL)."""
-    return holder_check(now, socket.gethostname(), pid_exists)
+def local_holder_check() -> Alive:
+    """Whether a lock's holder is gone, as this host can tell (its own pids, every lease)."""
+    return holder_check(socket.gethostname(), pid_exists)
 
 
 def node_input(
@@ -232,7 +232,7 @@ class FleetFeed:
         batch: list[StoreInput] = []
         containers: dict[tuple[str, str], RankOnNode] = {}
         heads: dict[tuple[str, str], str] = {}
-        gone = local_holder_check(now)
+        gone = local_holder_check()
         for node in facts:
             seen = (facts[node], links[node])
             if self._seen.get(node) != seen:
