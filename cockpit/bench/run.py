@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 
 from cockpit.api_key import auth_headers
-from cockpit.bench import artifacts, environment, honesty
+from cockpit.bench import artifacts, engine_loss, environment, honesty
 from cockpit.bench.benchy import BenchyDriver, find_script
 from cockpit.bench.driver import DriverConfig
 from cockpit.bench.events import (
@@ -36,7 +36,7 @@ from cockpit.bench.models import Environment, PointResult, PointSpec, Quality, R
 from cockpit.bench.quality import parse_quality, quality_argv
 from cockpit.bench.sweep import BuiltinDriver
 from cockpit.bench.sweep_plan import beyond_context, nothing_fits
-from cockpit.errors import InputError
+from cockpit.errors import EXIT_FAILED, EXIT_OK, InputError
 from cockpit.events import OpEvent
 
 CONCURRENCY_SEMANTICS = (
@@ -71,6 +71,7 @@ class BenchRequest:
     adapt_prompt: bool = True
     tokenizer_source: str = ""  # where the tokenizer came from, for the report
     api_key: str | None = field(default=None, repr=False)  # the lane's (`cockpit.api_key`)
+    head: str = ""  # the lane's head node: named when its engine is lost (not the forward's port)
 
 
 def prefix_cache_mode(points: tuple[PointSpec, ...]) -> str:
@@ -156,13 +157,16 @@ async def bench(
     req: BenchRequest,
     source: Callable[[str, float], AsyncIterator[OpEvent]] | None = None,
     local_url: str | None = None,
+    saved: Callable[[Path], None] | None = None,
 ) -> AsyncIterator[OpEvent]:
     """Run the sweep and write the report; a sweep cancelled or failed midway still writes one,
-    marked PARTIAL, with the points it measured.
+    marked PARTIAL, with the points it measured, and so does a sweep whose engine is lost
+    (`engine_loss`: it stops there, ends not ok, and names the points it did not measure).
 
     `source(model, scale)` replaces the local driver (a remote bench host's event stream);
     `local_url` is how this machine reaches the engine (an SSH forward) when not `req.endpoint`;
-    the report names `req.endpoint`.
+    the report names `req.endpoint`. `saved(path)`: told where a cancelled or failed sweep's
+    PARTIAL report went (no event can say it then), for the history.
     """
     model, image, mml = await engine_facts(req, local_url or req.endpoint)
     req = replace(req, max_model_len=mml)
@@ -185,8 +189,15 @@ async def bench(
         )
         sweep.warnings.append(note)
         yield warning(note, point=spec, lane=req.lane)
+    lost = ""
     try:
         async for event in events:
+            if isinstance(event, PointFinished) and engine_loss.measured_nothing(event.result):
+                gone = await engine_loss.engine_gone(url, req.api_key)
+                if gone is not None:
+                    lost = sweep.lose(event.result.spec, gone)
+                    yield replace(event, result=sweep.results[-1])
+                    break
             sweep.record(event)
             yield event
     except BaseException as exc:
@@ -197,31 +208,45 @@ async def bench(
         )
         # no await here: a cancelled task must not wait for anything before it ends
         partial = f"sweep {why} after {len(sweep.results)} points"
-        sweep.save(sweep.finish()[0], partial=partial, draw_now=False)
+        json_path, _ = sweep.save(sweep.finish()[0], partial=partial, draw_now=False)
+        if saved is not None:
+            saved(json_path)
         raise
+    if lost:
+        await _close(events)
     results, cross = sweep.finish()
     for spec, flags in cross.items():
         for flag in flags:
             yield warning(f"{spec.label}: {flag.message}", point=spec, flag=flag, lane=req.lane)
     quality: Quality | None = None
-    if req.quality:
+    if req.quality and not lost:
         quality, note = await run_quality(replace(req, endpoint=url), model)
         if note:
             sweep.warnings.append(note)
             yield warning(note, lane=req.lane)
     # the report files (every earlier report is read for the baseline; the new one is fsynced)
     # are handled in a thread: the TUI runs this operation on its event loop
-    json_path, md_path = await asyncio.to_thread(sweep.save, results, quality)
+    json_path, md_path = await asyncio.to_thread(sweep.save, results, quality, lost)
     flagged = sum(1 for r in results if r.flags)
+    ok = not lost and not any(r.skipped for r in results)
     yield SweepFinished(
         op=OP,
         lane=req.lane,
         cluster=req.cluster,
-        ok=not any(r.skipped for r in results),
-        summary=f"{len(results)} points, {flagged} flagged → {json_path}",
+        ok=ok,
+        exit_code=EXIT_OK if ok else EXIT_FAILED,
+        summary=(f"PARTIAL: {lost}; " if lost else "")
+        + f"{len(results)} points, {flagged} flagged → {json_path}",
         report_json=str(json_path),
         report_md=str(md_path),
     )
+
+
+async def _close(events: AsyncIterator[OpEvent]) -> None:
+    """End a driver's event stream left midway (its requests, its process)."""
+    close = getattr(events, "aclose", None)
+    if close is not None:
+        await close()
 
 
 class _Sweep:
@@ -257,6 +282,15 @@ class _Sweep:
             self.results.append(event.result)
         if isinstance(event, BenchWarning):
             self.warnings.append(event.message)
+
+    def lose(self, spec: PointSpec, gone: str) -> str:
+        """The engine did not answer after `spec` measured nothing: that point is not measured,
+        and the sweep's PARTIAL line names the node, the cause and every point left."""
+        req = self.req
+        place = engine_loss.where(req.endpoint, req.head)
+        reason = engine_loss.named(f"{place} does not answer: {gone}", self.forwarded, place)
+        self.results.append(engine_loss.lost_point(spec, reason))
+        return engine_loss.partial_reason(spec, reason, req.points, [r.spec for r in self.results])
 
     def finish(self) -> tuple[list[PointResult], dict[PointSpec, tuple[honesty.Flag, ...]]]:
         """The results with the cross-point flags added, and those flags."""

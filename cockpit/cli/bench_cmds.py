@@ -44,6 +44,7 @@ from cockpit.config import Inventory
 from cockpit.errors import EXIT_FAILED, InputError
 from cockpit.events import OpEvent
 from cockpit.history.recorder import recording
+from cockpit.history.records import ReportWritten
 from cockpit.ops import readiness
 from cockpit.ops.interrupt import run_interruptible
 from cockpit.plan import LanePlan, plan_lane
@@ -322,6 +323,7 @@ def bench_cmd(
         max_model_len=plan.recipe.serve.max_model_len if plan else None,
         adapt_prompt=adapt_prompt,
         api_key=plan.api_key if plan else endpoint_api_key(),
+        head=plan.ranks[0].node if plan else "",
     )
     if bench_host != "local" and req.api_key:
         raise InputError(
@@ -333,11 +335,14 @@ def bench_cmd(
         return
     table = LiveTable(points)
 
+    def saved(path: Path) -> None:  # a cancelled sweep's PARTIAL report, for `history benches`
+        recorder.put(ReportWritten(str(path)))
+
     async def run() -> OpEvent:
         if inventory is None or plan is None:
             if bench_host != "local":
                 raise InputError("--bench-host needs --recipe and --cluster")
-            return await _watch(bench(req), table, run_record.observe)
+            return await _watch(bench(req, saved=saved), table, run_record.observe)
         async with pool_for(inventory) as pool:
             lane_req = req
             model_cache = inventory.model_cache_of(plan.cluster, plan.ranks[0].node)  # the head's
@@ -348,7 +353,9 @@ def bench_cmd(
             # the engine is reached through an SSH forward to the head, as on a real fleet
             local_url = await readiness.base_url(pool, plan)
             if bench_host == "local":
-                return await _watch(bench(lane_req, local_url=local_url), table, run_record.observe)
+                return await _watch(
+                    bench(lane_req, local_url=local_url, saved=saved), table, run_record.observe
+                )
             remote_tokenizer = str(tokenizer) if tokenizer else snapshot_dir(plan, model_cache)
 
             def source(served: str, scale: float) -> AsyncIterator[OpEvent]:
@@ -360,7 +367,9 @@ def bench_cmd(
                 return remote_events(pool, bench_host, argv)
 
             return await _watch(
-                bench(lane_req, source=source, local_url=local_url), table, run_record.observe
+                bench(lane_req, source=source, local_url=local_url, saved=saved),
+                table,
+                run_record.observe,
             )
 
     try:
@@ -386,6 +395,8 @@ def bench_cmd(
         report = artifacts.load_report(written)
         for chart in depth_charts(report, artifacts.baseline_of(report, written.parent), 1):
             console.print(Text.from_ansi(chart))
+        if report.partial:
+            console.print(f"[red]PARTIAL[/red]: {escape(report.partial)}")
         if not last.ok:
             ctx.exit(EXIT_FAILED)
 
