@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from cockpit.bench.likeness import differences, likeness, mode
+from cockpit.bench.likeness import differences, likeness, mode, point_void
 from cockpit.bench.method import Stat, relative_delta, spread_text
 from cockpit.bench.models import PointResult, Report
 
@@ -89,7 +89,8 @@ def depth_rows(report: Report, baseline: Report | None = None) -> list[DepthRow]
             tg[c] = point.tg if point else None
             pp[c] = point.pp if point else None
             flagged[c] = bool(point and point.flags)
-            delta[c] = relative_delta(tg[c], before.tg if before else None)
+            alike = before is not None and not point_void(before, point)
+            delta[c] = relative_delta(tg[c], before.tg if before and alike else None)
         rows.append(DepthRow(depth, tg, pp, flagged, delta))
     return rows
 
@@ -222,14 +223,15 @@ class Comparison:
     tg_b: float | None
     pp_a: float | None
     pp_b: float | None
+    void: str = ""  # why no delta may be read here (`likeness.point_void`)
 
     @property
     def tg_delta(self) -> float | None:
-        return relative_delta(self.tg_b, self.tg_a)
+        return None if self.void else relative_delta(self.tg_b, self.tg_a)
 
     @property
     def pp_delta(self) -> float | None:
-        return relative_delta(self.pp_b, self.pp_a)
+        return None if self.void else relative_delta(self.pp_b, self.pp_a)
 
     @property
     def regression(self) -> bool:
@@ -238,7 +240,8 @@ class Comparison:
 
 def compare(a: Report, b: Report) -> list[Comparison]:
     """Every point of either report, side by side (B against A), matched by depth and
-    concurrency as a report's deltas against its baseline are."""
+    concurrency as a report's deltas against its baseline are; a pair that did not measure the
+    same thing, or misses a figure, is void (no delta, no regression)."""
     keys = sorted({(p.spec.depth, p.spec.concurrency) for p in (*a.points, *b.points)})
     out = []
     for depth, c in keys:
@@ -251,6 +254,7 @@ def compare(a: Report, b: Report) -> list[Comparison]:
                 tg_b=pb.tg if pb else None,
                 pp_a=pa.pp if pa else None,
                 pp_b=pb.pp if pb else None,
+                void=point_void(pa, pb),
             )
         )
     return out
@@ -271,7 +275,7 @@ def render_comparison(a: Report, b: Report, name_a: str, name_b: str) -> str:
             _num(c.pp_a, 0),
             _num(c.pp_b, 0),
             _pct(c.pp_delta),
-            drop if c.regression else "",
+            f"void: {c.void}" if c.void else drop if c.regression else "",
         ]
         for c in comparisons
     ]
@@ -283,10 +287,12 @@ def render_comparison(a: Report, b: Report, name_a: str, name_b: str) -> str:
         *([loud, ""] if unlike else []),
         f"A: {a.environment.driver}, {mode(a)}, quality {a.quality or '—'}",
         f"B: {b.environment.driver}, {mode(b)}, quality {b.quality or '—'}",
+        *(f"**{name} is PARTIAL**: {r.partial}" for name, r in (("A", a), ("B", b)) if r.partial),
         "",
         *table(header, rows, right_from=2),
     ]
     drops = sum(1 for c in comparisons if c.regression)
+    void = sum(1 for c in comparisons if c.void)
     if unlike:
         lines += [
             "",
@@ -295,4 +301,9 @@ def render_comparison(a: Report, b: Report, name_a: str, name_b: str) -> str:
         ]
     else:
         lines += ["", f"{drops} regression(s) beyond {REGRESSION:.0%}"]
+    if void:
+        lines[-1] += (
+            f" over {len(comparisons) - void} point(s) that compare; {void} void (not like "
+            "with like, or not measured): no delta read there"
+        )
     return "\n".join(lines) + "\n"

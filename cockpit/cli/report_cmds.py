@@ -62,9 +62,15 @@ def report_compare(a: Path, b: Path, force: bool) -> None:
     """B against A, point by point: deltas in %, regressions marked.
 
     Only like with like: reports of another lane, recipe, model, warm/cold mode or driver are
-    refused unless --force, which prints them under a NOT LIKE WITH LIKE header."""
+    refused unless --force, which prints them under a NOT LIKE WITH LIKE header; so are two
+    reports none of whose points compare (another prompt or response size, or not measured).
+    A point that does not compare is shown void, with no delta."""
     first, second = artifacts.load_report(a), artifacts.load_report(b)
     unlike = differences(likeness(first), likeness(second))
+    if not unlike:
+        voids = [c.void for c in rep.compare(first, second)]
+        if voids and all(voids):
+            unlike = [f"no point compares ({'; '.join(dict.fromkeys(voids))})"]
     if unlike and not force:
         raise InputError(
             f"not comparable: {'; '.join(unlike)} (--force compares them anyway, marked so)"
