@@ -6,6 +6,7 @@ import asyncio
 import json
 import socket
 import time
+from functools import partial
 
 import click
 from rich.console import Console
@@ -27,12 +28,16 @@ from cockpit.status import (
     status_renderable,
     wanted_images,
 )
+from cockpit.status.orphans import OrphanWatch
 
 FIRST_ROUND_IDLE_S = 15.0
 """The one-shot status waits while facts keep arriving; it gives up on what is still unknown once
 no node sent a new kind of fact for the connect timeout plus this (slow docker queries on a busy
 node), or at FIRST_ROUND_CAP_S in all."""
 FIRST_ROUND_CAP_S = 120.0
+CONFIRM_S = 15.0
+"""How long the one-shot status waits for the round that confirms an orphan (asked at once: a
+round or two); one not confirmed by then is not shown."""
 WATCH_REFRESH_S = 1.0
 console = Console(highlight=False)
 
@@ -45,19 +50,28 @@ async def _collect(
     inventory: Inventory, nodes: list[str], wanted: list[WantedImage], watch: bool, fmt: str
 ) -> FleetStatus:
     pace = Pace()
+    watcher = OrphanWatch()
     async with pool_for(inventory, nodes) as pool, FleetPoller(pool, nodes, pace) as poller:
 
         def snapshot() -> FleetStatus:
             now = time.time()
-            gone = holder_check(socket.gethostname(), pid_exists)
-            return fleet_status(
-                poller.links(), poller.facts(), wanted, now, pace.stale_after_s, gone
-            )
+            gone = holder_check(now, socket.gethostname(), pid_exists)
+            facts = poller.facts()
+            orphans = {
+                node: watcher.orphans(node, facts[node], gone, partial(poller.refresh, node))
+                for node in facts
+            }
+            return fleet_status(poller.links(), facts, wanted, now, pace.stale_after_s, orphans)
 
         if not watch:
             idle = inventory.ssh.connect_timeout + FIRST_ROUND_IDLE_S
             await poller.wait_first_round(idle, FIRST_ROUND_CAP_S)
-            return snapshot()
+            result = snapshot()
+            deadline = time.monotonic() + CONFIRM_S
+            while watcher.pending and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+                result = snapshot()
+            return result
         if fmt == "json":
             while True:
                 click.echo(json.dumps(status_json(snapshot())))

@@ -112,14 +112,14 @@ class LineStream:
             raise StopAsyncIteration
         return line.rstrip("\r\n")
 
-    def poke(self) -> None:
-        """Write an empty line to the command's stdin (the probe takes it as "look again now");
-        nothing when the stream is not open."""
+    def poke(self, text: str = "") -> None:
+        """Write a line to the command's stdin (the probe takes it as "look again now", and
+        echoes `text`, the ask's number); nothing when the stream is not open."""
         proc = self._proc
         if proc is None or self._closed or proc.returncode is not None:
             return
         with contextlib.suppress(asyncssh.Error, OSError):  # a channel closing meanwhile
-            proc.stdin.write("\n")
+            proc.stdin.write(f"{text}\n")
 
     async def aclose(self) -> None:
         """Stop the remote command and wait (briefly) for the channel to close."""

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
-from cockpit.ops.ownership import Alive, holder_check, orphan_reason, parse_ownership, stop_fix
+from cockpit.ops.ownership import stop_fix
 from cockpit.ssh.state import Link, NodeState
+from cockpit.status.orphans import Orphans
 from cockpit.status.probe import NodeFacts
 from cockpit.telemetry.docker_out import (
     ContainerRow,
@@ -117,16 +118,10 @@ def _health(
     return Health.OK, ""
 
 
-def _orphaned(node: str, facts: NodeFacts, lane: str | None, gone: Alive) -> str | None:
-    if lane is None or facts.ownership is None:
-        return None  # not a lane's, or the node's records are not known yet
-    return orphan_reason(lane, parse_ownership(node, facts.ownership), gone)
-
-
-def _container(node: str, facts: NodeFacts, row: ContainerRow, gone: Alive) -> ContainerView:
+def _container(row: ContainerRow, orphans: Orphans) -> ContainerView:
     label = lane_of(row.labels)
     lane = label.lane if label else None
-    orphaned = _orphaned(node, facts, lane, gone)
+    orphaned = orphans.get(row.id) if lane else None
     return ContainerView(row.names, row.image, row.status or row.state or "", lane, orphaned)
 
 
@@ -146,18 +141,17 @@ def node_row(
     facts: NodeFacts,
     now: float,
     stale_after: float,
-    gone: Alive | None = None,
+    orphans: Orphans | None = None,
 ) -> NodeRow:
-    """One node's row; values are the last known ones even when STALE or DOWN. `gone` says
-    whether a lock's holder is gone (default: only by its TTL)."""
+    """One node's row; values are the last known ones even when STALE or DOWN. `orphans`: the
+    node's confirmed ones (`cockpit.status.orphans`; without, none is told)."""
     health, detail = _health(link, facts, now, stale_after)
     gpu = facts.gpus[min(facts.gpus)] if facts.gpus else None
-    check = gone or holder_check("", lambda _pid: True)
     containers = (
         None
         if facts.containers is None
         else (
-            *(_container(node, facts, c, check) for c in facts.containers),
+            *(_container(c, orphans or {}) for c in facts.containers),
             *(_ended(c) for c in facts.exited),
         )
     )
@@ -303,12 +297,13 @@ def fleet_status(
     wanted: Sequence[WantedImage],
     now: float,
     stale_after: float = 5.0,
-    gone: Alive | None = None,
+    orphans: Mapping[str, Orphans] | None = None,
 ) -> FleetStatus:
-    """The whole status for the nodes of `links` (in their order)."""
+    """The whole status for the nodes of `links` (in their order); `orphans`: node → its
+    confirmed orphans."""
     empty = NodeFacts()
     rows = tuple(
-        node_row(node, link, facts.get(node, empty), now, stale_after, gone)
+        node_row(node, link, facts.get(node, empty), now, stale_after, (orphans or {}).get(node))
         for node, link in links.items()
     )
     images = tuple(

@@ -46,6 +46,8 @@ class FleetPoller:
         self._tasks: list[asyncio.Task[None]] = []
         self._changed = asyncio.Event()
         self._streams: dict[str, LineStream] = {}  # each node's open probe stream
+        self._asks = 0  # the last ask number sent (one sequence for every node)
+        self._asked: dict[str, int] = {}  # node → the last ask number sent to it
 
     async def __aenter__(self) -> FleetPoller:
         self.start()
@@ -66,12 +68,17 @@ class FleetPoller:
                 await task
         self._tasks = []
 
-    def refresh(self, node: str) -> None:
+    def refresh(self, node: str) -> int:
         """Ask the node's probe for its slow facts (containers, memory, apps) now rather than at
-        its next cycle: an operation just changed what runs there."""
+        its next cycle: an operation just changed what runs there, or a verdict wants a round
+        read after it. Returns the ask's number: the node's facts were read after it once their
+        `asked` reaches it (a probe that restarts meanwhile is asked again)."""
+        self._asks += 1
+        self._asked[node] = self._asks
         stream = self._streams.get(node)
         if stream is not None:
-            stream.poke()
+            stream.poke(str(self._asks))
+        return self._asks
 
     def facts(self) -> Mapping[str, NodeFacts]:
         return dict(self._facts)
@@ -127,6 +134,8 @@ class FleetPoller:
             try:
                 async with self._pool.stream(node, self._script) as lines:
                     self._streams[node] = lines
+                    if self._asked.get(node, 0) > self._facts[node].asked:
+                        lines.poke(str(self._asked[node]))  # the last stream ended unanswered
                     self._changed.set()
                     async for line in lines:
                         frame = parser.feed(line)

@@ -14,7 +14,6 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from cockpit.ops.locks import LOCK_LINE_SH
 from cockpit.telemetry.docker_out import (
     LANE_LABEL,
     ContainerRow,
@@ -112,17 +111,13 @@ section() {{
   printf '%s.\\t%s\\n' "$tag" "$status"
 }}
 images() {{ {IMAGES_QUERY}; }}
-{LOCK_LINE_SH}own() {{
+own() {{
   local f l
-  for f in "$HOME"/.cockpit/locks/*.lock; do
-    [ -f "$f" ] && l=$(lock_line "$f") && printf '%s\t%s\n' "${{f##*/}}" "$l"
-  done
-  for f in "$HOME"/.cockpit/lanes/*.json; do
+  for f in "$HOME"/.cockpit/locks/*.lock "$HOME"/.cockpit/lanes/*.json; do
     [ -f "$f" ] || continue
     IFS= read -r l <"$f"
     printf '%s\t%s\n' "${{f##*/}}" "$l"
   done
-  return 0
 }}
 host() {{
   local l
@@ -149,8 +144,9 @@ while :; do
   if (( n % {max(pace.images_every, 1)} == 0 )); then section img images; fi
   n=$((n + 1))
   wait={pace.slow_s:g}{stagger}
-  if read -t "$wait" _; then  # a line on stdin: the cockpit asks for a new look now
-    while read -t 0 _ && read -r _; do :; done  # several asks, one look
+  if read -t "$wait" ask; then  # a line on stdin: the cockpit asks for a new look now
+    while read -t 0 _ && read -r l; do ask=${{l:-$ask}}; done  # several asks, one look
+    [ -z "$ask" ] || printf 'ask\t%s\n' "$ask"  # what follows was read after that ask came
   elif (( $? <= 128 )); then  # stdin at its end (run without the stream supervisor)
     read -t "$wait" -u 3 _
   fi
@@ -179,7 +175,15 @@ class GpuEnded:
     status: int
 
 
-Frame = GpuLine | Section | GpuEnded
+@dataclass(frozen=True)
+class Asked:
+    """The node received the cockpit's ask number `seq` (`FleetPoller.refresh`): every section
+    after this line was read on the node after the ask was sent."""
+
+    seq: int
+
+
+Frame = GpuLine | Section | GpuEnded | Asked
 
 
 class ProbeParser:
@@ -193,6 +197,8 @@ class ProbeParser:
         tag, sep, body = line.partition("\t")
         if not sep:
             return None
+        if tag == "ask":
+            return Asked(int(body)) if body.isdigit() else None
         if tag == "gpu":
             sample = self._gpu.feed(body)
             return GpuLine(sample) if sample is not None else None
@@ -207,6 +213,18 @@ class ProbeParser:
         if len(lines) < SECTION_MAX_LINES:
             lines.append(body)
         return None
+
+
+@dataclass(frozen=True)
+class OwnRound:
+    """One consistent look at who looks after a node's containers: its container list and the
+    locks and lane markers read on the node right after it, in the same round (a container
+    listed was started after its launch wrote its marker, so the marker read next is there)."""
+
+    containers: tuple[ContainerRow, ...]  # the running ones
+    ownership: str  # `name<TAB>content` of the node's locks and lane markers
+    asked: int  # the last ask the node received before the round: it was read after that
+    at: float  # when its `own` section came
 
 
 @dataclass(frozen=True)
@@ -227,8 +245,9 @@ class NodeFacts:
     exited: tuple[ContainerRow, ...] = ()  # lane containers (cockpit.* labels) that ended
     images: tuple[ImageInfo, ...] | None = None
     images_at: float | None = None
-    ownership: str | None = None  # `name<TAB>content` of the node's locks and lane markers
-    ownership_at: float | None = None  # read after the container list of the same round
+    listed: tuple[ContainerRow, ...] | None = None  # this round's list, until its `own` comes
+    owned: OwnRound | None = None  # the last round's list with its locks and lane markers
+    asked: int = 0  # the last ask number the node received (0: none yet)
     host: HostSample | None = None  # CPU and link counters (`telemetry.host`), and the one
     host_at: float | None = None
     host_before: HostSample | None = None  # before it: two samples give the rates
@@ -271,14 +290,18 @@ class NodeFacts:
                 )
             case GpuEnded(status):
                 return replace(heard, failed={**heard.failed, "gpu": status})
+            case Asked(seq):
+                return replace(heard, asked=max(heard.asked, seq))
             case Section(tag, _, status) if status != 0:
-                return replace(heard, failed={**heard.failed, tag: status})
+                return replace(heard, failed={**heard.failed, tag: status}, listed=None)
             case Section("mem", text, _):
                 changes = {"meminfo": parse_meminfo(text), "meminfo_at": now}
             case Section("ps", text, _):
                 rows = parse_ps(text)
+                running = tuple(r for r in rows if r.state not in _NOT_RUNNING)
                 changes = {
-                    "containers": tuple(r for r in rows if r.state not in _NOT_RUNNING),
+                    "containers": running,
+                    "listed": running,
                     "containers_at": now,
                     "exited": tuple(
                         r for r in rows if r.state in _NOT_RUNNING and LANE_LABEL in r.labels
@@ -286,8 +309,8 @@ class NodeFacts:
                 }
             case Section("apps", text, _):
                 changes = {"apps": tuple(parse_compute_apps(text))}
-            case Section("own", text, _):
-                changes = {"ownership": text, "ownership_at": now}
+            case Section("own", text, _) if heard.listed is not None:
+                changes = {"owned": OwnRound(heard.listed, text, heard.asked, now), "listed": None}
             case Section("host", text, _):
                 changes = {
                     "host": parse_host(text),

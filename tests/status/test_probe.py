@@ -12,6 +12,7 @@ import pytest
 from cockpit.ssh.stream import supervised
 from cockpit.status.probe import (
     PROBE_NICE,
+    Asked,
     GpuEnded,
     GpuLine,
     NodeFacts,
@@ -105,16 +106,26 @@ async def test_a_line_on_its_stdin_makes_the_probe_look_again_at_once(tmp_path: 
     )  # fmt: skip
     assert proc.stdout and proc.stdin
 
-    async def next_ps() -> None:
-        while not (await proc.stdout.readline()).startswith(b"ps."):  # type: ignore[union-attr]
-            pass
+    async def next_ps() -> list[bytes]:
+        """The lines up to the next container list's end."""
+        seen = []
+        while not (line := await proc.stdout.readline()).startswith(b"ps."):  # type: ignore[union-attr]
+            seen.append(line)
+        return seen
 
     try:
         async with asyncio.timeout(10):
             await next_ps()  # the first cycle; the next one is 60 s away
             proc.stdin.write(b"\n")
             await proc.stdin.drain()
-            await next_ps()  # at once
+            assert not [line for line in await next_ps() if line.startswith(b"ask")]  # at once
+            proc.stdin.write(b"7\n8\n")  # numbered asks: the last one is echoed before the look
+            await proc.stdin.drain()
+            seen = await next_ps()
+            asks = [i for i, line in enumerate(seen) if line.startswith(b"ask")]
+            assert [seen[i] for i in asks] == [b"ask\t8\n"]
+            assert not any(line.startswith(b"mem.") for line in seen[: asks[0]])
+            assert ProbeParser().feed("ask\t8") == Asked(8)
     finally:
         proc.stdin.close()
         async with asyncio.timeout(5):

@@ -9,8 +9,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import cast
 
-from cockpit.ops.locks import LockRecord
-from cockpit.ops.ownership import holder_check, new_marker
 from cockpit.ssh import Link, NodeState, SshPool
 from cockpit.status.probe import NodeFacts, Section
 from cockpit.telemetry.docker_out import exit_code
@@ -79,35 +77,15 @@ def test_a_node_heard_before_its_container_list_came_has_its_ranks_unknown() -> 
     assert isinstance(empty, NodeSampled) and empty.ranks_known and empty.ranks == ()
 
 
-def own_line(lane: str, state: str) -> str:
-    """The probe's `own` section on dgx1: a lane marker, no lock (its launch is gone)."""
-    lock = LockRecord("ops", "bastion", 4242, "launch", 1.0, lane)
-    marker = new_marker(lane, CLUSTER, "dgx1", lock)
-    return f"{marker.file_name()}\t{(marker if state == 'launching' else marker.ready()).dumps()}"
-
-
-def test_running_ranks_are_told_orphaned_once_their_markers_are_read_after_the_list() -> None:
-    """A lane's running containers whose launch never reached ready and holds no lock are
-    orphaned; a marker read before the container list may predate the launch, so it decides
-    nothing: the container keeps its last verdict until the round's markers come."""
-    gone = holder_check("here", lambda _pid: True)
+def test_running_ranks_are_told_orphaned_as_the_confirmed_verdicts_say() -> None:
+    """Orphans are judged and confirmed elsewhere (`cockpit.status.orphans`); the feed marks the
+    running ranks they name, never an exited one (a failed rank, not an orphan)."""
     running = ps_line("cockpit-qwen3-0.6b-2x-r0", "aaaaaaaaaaaa", 0, "running", "Up 2 minutes")
     exited = ps_line("cockpit-qwen3-0.6b-2x-r1", "bbbbbbbbbbbb", 1, "exited", "Exited (1) 1s ago")
     listed = NodeFacts().with_frame(Section("ps", f"{running}\n{exited}", 0), 2.0)
-    owned = listed.with_frame(Section("own", own_line(LANE, "launching"), 0), 3.0)
-    (r0, r1) = [rank for _, rank in lane_containers(owned, "dgx1", gone)]
-    assert r0.orphaned is not None and "never reached ready and holds no lock" in r0.orphaned
-    assert r1.orphaned is None  # an exited rank is a failed one, not an orphan
-    ready = listed.with_frame(Section("own", own_line(LANE, "ready"), 0), 3.0)
-    assert [r.orphaned for _, r in lane_containers(ready, "dgx1", gone)] == [None, None]
-    assert [r.orphaned for _, r in lane_containers(owned, "dgx1")] == [None, None]  # no `gone`
-    # the next round's list came, its markers not yet: the verdict of the last round stands
-    relisted = owned.with_frame(Section("ps", running, 0), 4.0)
-    before = {"aaaaaaaaaaaa": r0.orphaned}
-    (kept,) = [rank for _, rank in lane_containers(relisted, "dgx1", gone, before)]
-    assert kept.orphaned == r0.orphaned
-    (unjudged,) = [rank for _, rank in lane_containers(relisted, "dgx1", gone)]
-    assert unjudged.orphaned is None
+    orphans = {"aaaaaaaaaaaa": "no lock", "bbbbbbbbbbbb": "no lock"}
+    assert [r.orphaned for _, r in lane_containers(listed, orphans)] == ["no lock", None]
+    assert [r.orphaned for _, r in lane_containers(listed)] == [None, None]
 
 
 class FakePool:

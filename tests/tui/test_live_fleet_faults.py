@@ -109,7 +109,10 @@ async def test_a_launch_killed_mid_boot_is_orphaned_in_the_tui_and_s_stops_it(
             finally:
                 launching.kill()  # SIGKILL: no rollback, no lock released
                 launching.wait()
-            snap = await until(pilot, "the lane orphaned", lambda s: bool(lane(s).orphaned), 30)
+            # each node's verdict is confirmed by a round of its own: both, then
+            snap = await until(pilot, "the lane orphaned",
+                               lambda s: bool(lane(s).orphaned)
+                               and all(r.orphaned for n in s.nodes for r in n.ranks), 30)  # fmt: skip
             assert lane(snap).state_text.startswith("ORPHANED · ")
             assert "never reached ready" in lane(snap).orphaned
             await pilot.pause(0.3)

@@ -22,17 +22,19 @@ import contextlib
 import socket
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 from cockpit.config import Inventory
 from cockpit.errors import CockpitError
-from cockpit.ops.ownership import Alive, holder_check, orphan_reason, parse_ownership
+from cockpit.ops.ownership import Alive, holder_check
 from cockpit.pids import pid_exists
 from cockpit.plan import plan_lane
 from cockpit.ssh import Link, NodeState, SshError, SshPool
+from cockpit.status.orphans import Orphans, OrphanWatch
 from cockpit.status.poller import FleetPoller
 from cockpit.status.probe import NodeFacts, Pace
 from cockpit.telemetry.docker_out import (
@@ -64,23 +66,11 @@ SCRAPE_TIMEOUT_S = 3.0
 
 
 def lane_containers(
-    facts: NodeFacts,
-    node: str = "",
-    gone: Alive | None = None,
-    before: Mapping[str, str | None] | None = None,
+    facts: NodeFacts, orphans: Orphans | None = None
 ) -> list[tuple[str, RankOnNode]]:
     """The node's lane containers, (name, rank), from their `cockpit.*` labels: the running
-    ones, then the exited ones with their exit code.
-
-    With `gone`, a running one is told orphaned or not (`cockpit.ops.ownership`) from the node's
-    lock and lane markers, once these were read after its container list: read before it, they
-    may predate a launch that started the container since. Until then a container keeps its
-    verdict of `before` (container id → why orphaned), so a round's two answers, which arrive
-    one after the other, never make an orphan blink."""
-    owned = None
-    if gone is not None and facts.ownership is not None:
-        fresh = (facts.ownership_at or 0.0) >= (facts.containers_at or 0.0)
-        owned = parse_ownership(node, facts.ownership) if fresh else None
+    ones, then the exited ones with their exit code. With `orphans` (confirmed by
+    `cockpit.status.orphans.OrphanWatch`), a running one is told orphaned or not."""
     out = []
     for row in (*(facts.containers or ()), *facts.exited):
         label = lane_of(row.labels)
@@ -91,20 +81,15 @@ def lane_containers(
                 label.lane, label.cluster, label.rank, running, code, row.id[:12],
                 started=row.state != "created",
             )  # fmt: skip
-            if running and gone is not None:
-                why = (
-                    orphan_reason(label.lane, owned, gone)
-                    if owned is not None
-                    else (before or {}).get(rank.container)
-                )
-                rank = replace(rank, orphaned=why)
+            if running and orphans is not None:
+                rank = replace(rank, orphaned=orphans.get(row.id))
             out.append((row.names, rank))
     return out
 
 
-def local_holder_check() -> Alive:
-    """Whether a lock's holder is gone, as this host can tell (its own pids, every lease)."""
-    return holder_check(socket.gethostname(), pid_exists)
+def local_holder_check(now: float) -> Alive:
+    """Whether a lock's holder is gone, as this host can tell (its own pids, every TTL)."""
+    return holder_check(now, socket.gethostname(), pid_exists)
 
 
 def node_input(
@@ -113,13 +98,12 @@ def node_input(
     link: NodeState,
     refs: Sequence[str],
     now: float,
-    gone: Alive | None = None,
-    before: Mapping[str, str | None] | None = None,
+    orphans: Orphans | None = None,
 ) -> StoreInput | None:
     """The store's view of one node's facts: a sample, a loss, or nothing yet. A loss is DOWN
     once the link is unreachable and a reconnect failed (a dropped connection that comes back at
-    once is a short gap: STALE). `gone` and `before`: orphans, as `lane_containers` tells them
-    (without `gone`, none is told)."""
+    once is a short gap: STALE). `orphans`: as `lane_containers` tells them (without, none is
+    told)."""
     if facts.probe_error or link.link is Link.UNREACHABLE:
         retry = max(link.retry_at - time.monotonic(), 0.0) if link.retry_at else None
         down = link.link is Link.UNREACHABLE and link.failures > 0
@@ -138,7 +122,7 @@ def node_input(
         facts.heard_at,
         gpus[0] if gpus else None,
         node_memory_view(gpus, facts.meminfo, facts.apps),
-        tuple(rank for _, rank in lane_containers(facts, node, gone, before)),
+        tuple(rank for _, rank in lane_containers(facts, orphans)),
         images,
         ranks_known=facts.containers is not None,
         host=facts.host_load(),
@@ -189,7 +173,7 @@ class FleetFeed:
         self.scrape_s = scrape_s
         self._refs = sorted({r.image.ref for r in inventory.recipes.values()})
         self._seen: dict[str, tuple[NodeFacts, NodeState]] = {}
-        self._orphans: dict[str, dict[str, str | None]] = {}  # node → container id → why
+        self._orphans = OrphanWatch()
         self._logs: dict[tuple[str, str], asyncio.Task[None]] = {}  # (node, container name)
         self._tails: dict[tuple[str, str], LineTail] = {}
         self._scrapes: dict[tuple[str, str], asyncio.Task[None]] = {}
@@ -232,17 +216,16 @@ class FleetFeed:
         batch: list[StoreInput] = []
         containers: dict[tuple[str, str], RankOnNode] = {}
         heads: dict[tuple[str, str], str] = {}
-        gone = local_holder_check()
+        gone = local_holder_check(now)
         for node in facts:
             seen = (facts[node], links[node])
             if self._seen.get(node) != seen:
                 self._seen[node] = seen
-                before = self._orphans.get(node)
-                item = node_input(node, facts[node], links[node], self._refs, now, gone, before)
+                ask = partial(poller.refresh, node)
+                orphans = self._orphans.orphans(node, facts[node], gone, ask)
+                item = node_input(node, facts[node], links[node], self._refs, now, orphans)
                 if item is not None:
                     batch.append(item)
-                if isinstance(item, NodeSampled):
-                    self._orphans[node] = {r.container: r.orphaned for r in item.ranks}
             for name, rank in lane_containers(facts[node]):
                 containers[(node, name)] = rank
                 if rank.rank == 0 and rank.running:
