@@ -55,7 +55,7 @@ async def _collect(
 
         def snapshot() -> FleetStatus:
             now = time.time()
-            gone = holder_check(now, socket.gethostname(), pid_exists)
+            gone = holder_check(socket.gethostname(), pid_exists)
             facts = poller.facts()
             orphans = {
                 node: watcher.orphans(node, facts[node], gone, partial(poller.refresh, node))

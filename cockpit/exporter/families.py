@@ -16,6 +16,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from cockpit.bench.models import Report
+from cockpit.ops.locks import LEASE
 from cockpit.status.model import Health, NodeRow
 from cockpit.tui.state.views import EngineView, FleetSnapshot, LanePhase, NodeHealth, lane_key
 
@@ -166,6 +167,23 @@ def node_families(rows: Sequence[NodeRow]) -> list[Metric]:
             "cockpit_node_swap_used_bytes",
             "Swap in use (SwapTotal - SwapFree).",
             lambda r: r.host.swap_used_bytes if r.host else None,
+        ),
+        _gauge(
+            "cockpit_node_lock_held",
+            "1 while an operation holds the node's lock (any cockpit's): who, what.",
+            ["node", "holder", "operation", "lane"],
+            (
+                ((r.node, r.lock.holder, r.lock.operation, r.lock.lane), 1.0)
+                for r in live
+                if r.lock is not None
+            ),
+        ),
+        per_node(
+            "cockpit_node_lock_age_seconds",
+            "Seconds since the node's lock was written or renewed, by the node's clock (a holder "
+            f"renews it every {LEASE.renew_every_s:g} s; not renewed for {LEASE.seconds:g} s, it "
+            "is stale).",
+            lambda r: r.lock.age_s if r.lock else None,
         ),
     ]
 

@@ -13,6 +13,7 @@ from typing import Protocol
 
 from cockpit.ops.ownership import stop_fix
 from cockpit.ssh.state import Link, NodeState
+from cockpit.status.lock_view import LockView, node_lock
 from cockpit.status.orphans import Orphans
 from cockpit.status.probe import NodeFacts
 from cockpit.telemetry.docker_out import (
@@ -88,6 +89,7 @@ class NodeRow:
     containers: tuple[ContainerView, ...] | None
     failed: tuple[str, ...]  # facts whose tool failed on the node ("ps exit 127")
     host: HostLoad | None = None  # CPU, links (rates need two slow rounds) and swap
+    lock: LockView | None = None  # whoever holds the node's lock (any cockpit's), as last read
 
 
 @dataclass(frozen=True)
@@ -170,6 +172,7 @@ def node_row(
         containers=containers,
         failed=tuple(f"{tag} exit {code}" for tag, code in sorted(facts.failed.items())),
         host=facts.host_load(),
+        lock=node_lock(node, facts, now),
     )
 
 

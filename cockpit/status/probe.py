@@ -14,6 +14,7 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from cockpit.ops.locks import LOCK_LINE_SH
 from cockpit.telemetry.docker_out import (
     LANE_LABEL,
     ContainerRow,
@@ -111,13 +112,17 @@ section() {{
   printf '%s.\\t%s\\n' "$tag" "$status"
 }}
 images() {{ {IMAGES_QUERY}; }}
-own() {{
+{LOCK_LINE_SH}own() {{
   local f l
-  for f in "$HOME"/.cockpit/locks/*.lock "$HOME"/.cockpit/lanes/*.json; do
+  for f in "$HOME"/.cockpit/locks/*.lock; do
+    [ -f "$f" ] && l=$(lock_line "$f") && printf '%s\t%s\n' "${{f##*/}}" "$l"
+  done
+  for f in "$HOME"/.cockpit/lanes/*.json; do
     [ -f "$f" ] || continue
     IFS= read -r l <"$f"
     printf '%s\t%s\n' "${{f##*/}}" "$l"
   done
+  return 0
 }}
 host() {{
   local l

@@ -74,6 +74,17 @@ def problems(status: FleetStatus) -> Text:
     return text
 
 
+def locks(status: FleetStatus) -> Text:
+    """One line per node held by an operation (any cockpit's): whose, for what, how fresh."""
+    text = Text()
+    for row in status.rows:
+        if row.lock is not None:
+            text.append(f"{shown(row.node)}: ", style="bold")
+            text.append(f"{shown(row.lock.line())}\n", style="yellow" if row.lock.stale else "")
+    text.rstrip()
+    return text
+
+
 def _memory(row: NodeRow) -> str:
     mem = row.memory
     if mem is None:
@@ -165,6 +176,8 @@ def status_renderable(status: FleetStatus) -> Group:
     parts: list[Table | Text] = [nodes_table(status)]
     if notes := problems(status):
         parts.append(notes)
+    if held := locks(status):
+        parts.append(held)
     if status.images:
         parts.append(images_table(status))
     return Group(*parts)

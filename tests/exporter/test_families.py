@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from prometheus_client import CollectorRegistry
@@ -11,6 +12,7 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from cockpit.bench.artifacts import save_report
 from cockpit.exporter.families import ExportSnapshot, SnapshotCollector, bench_headlines
 from cockpit.exporter.serve import read_headlines
+from cockpit.status.lock_view import LockView
 from cockpit.status.model import Health, NodeRow
 from cockpit.telemetry.boot import BootState
 from cockpit.telemetry.gpu import MemoryView
@@ -141,3 +143,14 @@ def test_bench_headlines_are_the_newest_report_per_lane(tmp_path) -> None:
     assert len([k for k in served if k[0] == "cockpit_bench_generation_tokens_per_second"]) == 1
     stamp = served[("cockpit_bench_report_timestamp_seconds", (point[0], point[3]))]
     assert stamp == 1769947200.0  # 2026-02-01 12:00:00 UTC
+
+
+def test_every_cockpits_lock_is_a_series_naming_its_holder() -> None:
+    """Issue 31: a lock held by someone else appeared nowhere until an operation was refused."""
+    held = LockView("alice@ops-laptop", "launch", LANE, 1.0, 12.0, None)
+    locked = dataclasses.replace(_row("dgx1"), lock=held)
+    served = _served(ExportSnapshot((locked, _row("dgx2"))))
+    labels = (("holder", "alice@ops-laptop"), ("lane", LANE), ("node", "dgx1"))
+    assert served[("cockpit_node_lock_held", (*labels, ("operation", "launch")))] == 1.0
+    assert served[("cockpit_node_lock_age_seconds", (("node", "dgx1"),))] == 12.0
+    assert [k for k in served if "_lock_" in k[0] and ("node", "dgx2") in k[1]] == []

@@ -194,3 +194,24 @@ async def test_a_lock_refusal_step_says_the_way_out(cockpit: Cockpit) -> None:
     events = await run(launch(cockpit.ctx, cockpit.recipe(QWEN), "2nodes-dac"))
     (failed,) = [e for e in events if isinstance(e, StepFinished) and e.step == "lock"]
     assert not failed.ok and HOLDER_FIX in failed.detail
+
+
+async def test_status_shows_every_cockpits_lock(cockpit: Cockpit, state_dir: Path) -> None:
+    """A lock held by someone else appeared nowhere until an operation was refused: `status`
+    shows it, in its text and its JSON, live or stale."""
+    await plant_lock(cockpit.pool, "dgx1", foreign_lock(since=4e9))
+    await plant_lock(cockpit.pool, "dgx2", foreign_lock(since=4e9), age_s=int(LEASE.seconds) + 5)
+    fleet = cockpit.fleet
+    text = await asyncio.to_thread(cockpit_cli, fleet, state_dir, "status")
+    assert "dgx1: locked by alice@ops-laptop for launch mimo-v2-flash (renewed " in text.stdout
+    assert re.search(
+        r"dgx2: locked by alice@ops-laptop for launch mimo-v2-flash: stale \(not renewed for "
+        r"6\d s\), the next operation takes it over",
+        text.stdout,
+    ), text.stdout
+    done = await asyncio.to_thread(cockpit_cli, fleet, state_dir, "status", "--format", "json")
+    nodes = {row["node"]: row for row in json.loads(done.stdout)["nodes"]}
+    lock = nodes["dgx1"]["lock"]
+    assert lock["holder"] == "alice@ops-laptop" and lock["operation"] == "launch"
+    assert lock["lane"] == "mimo-v2-flash" and lock["stale"] is None and lock["age_s"] < 30
+    assert nodes["dgx2"]["lock"]["stale"] and nodes["dgx3"]["lock"] is None

@@ -34,6 +34,7 @@ from cockpit.ops.ownership import Alive, holder_check
 from cockpit.pids import pid_exists
 from cockpit.plan import plan_lane
 from cockpit.ssh import Link, NodeState, SshError, SshPool
+from cockpit.status.lock_view import node_lock
 from cockpit.status.orphans import Orphans, OrphanWatch
 from cockpit.status.poller import FleetPoller
 from cockpit.status.probe import NodeFacts, Pace
@@ -87,9 +88,9 @@ def lane_containers(
     return out
 
 
-def local_holder_check(now: float) -> Alive:
-    """Whether a lock's holder is gone, as this host can tell (its own pids, every TTL)."""
-    return holder_check(now, socket.gethostname(), pid_exists)
+def local_holder_check() -> Alive:
+    """Whether a lock's holder is gone, as this host can tell (its own pids, every lease)."""
+    return holder_check(socket.gethostname(), pid_exists)
 
 
 def node_input(
@@ -126,6 +127,7 @@ def node_input(
         images,
         ranks_known=facts.containers is not None,
         host=facts.host_load(),
+        lock=node_lock(node, facts, now),
     )
 
 
@@ -216,7 +218,7 @@ class FleetFeed:
         batch: list[StoreInput] = []
         containers: dict[tuple[str, str], RankOnNode] = {}
         heads: dict[tuple[str, str], str] = {}
-        gone = local_holder_check(now)
+        gone = local_holder_check()
         for node in facts:
             seen = (facts[node], links[node])
             if self._seen.get(node) != seen:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cockpit.events import OpEvent
+from cockpit.status.lock_view import LockView
 from cockpit.telemetry.gpu import GpuSample, MemoryView
 from cockpit.telemetry.host import HostLoad
 from cockpit.telemetry.metrics import EngineMetrics
@@ -40,6 +41,7 @@ class NodeSampled:
     images: tuple[str, ...] | None = None  # recipe image refs present here (None: not known)
     ranks_known: bool = True  # False until the node's container list came: no ranks ≠ none
     host: HostLoad | None = None  # CPU, links and swap (`telemetry.host`), from the slow round
+    lock: LockView | None = None  # whoever holds the node's lock (any cockpit's)
 
 
 @dataclass(frozen=True)

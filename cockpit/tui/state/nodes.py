@@ -46,6 +46,7 @@ def node_view(name: str, node: NodeRecord, now: float) -> NodeView:
         retry_in_s=lost.retry_in_s if lost else None,
         ranks_known=last.ranks_known if last else False,
         host=last.host if last else None,
+        lock=last.lock if last else None,
     )
 
 

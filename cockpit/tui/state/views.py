@@ -8,6 +8,7 @@ from typing import NamedTuple
 
 from cockpit.errors import EXIT_REFUSED
 from cockpit.ops.ownership import stop_fix
+from cockpit.status.lock_view import LockView
 from cockpit.telemetry.boot import BootState
 from cockpit.telemetry.gpu import GpuSample, MemoryView
 from cockpit.telemetry.host import HostLoad
@@ -57,6 +58,7 @@ class NodeView:
     retry_in_s: float | None = None
     ranks_known: bool = True  # its container list came (a first GPU sample comes before it)
     host: HostLoad | None = None
+    lock: LockView | None = None  # whoever holds its lock, as last read
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
 from cockpit.redact import shown
+from cockpit.status.lock_view import LockView
 from cockpit.telemetry.host import HostLoad, fmt_bytes
 from cockpit.tui.render import num, sparkline
 from cockpit.tui.state.inputs import RankOnNode
@@ -72,12 +73,22 @@ def _rank(rank: RankOnNode) -> str:
     return f"{name} exited" + (f" ({rank.exit_code})" if rank.exit_code is not None else "")
 
 
+def lock_note(lock: LockView | None) -> str:
+    """Whose operation holds the node (any cockpit's), or that its lock is stale; '' if none."""
+    if lock is None:
+        return ""
+    what = f"{lock.operation} {lock.lane}".strip()
+    who = shown(f"{lock.holder} ({what})") if lock.holder else "an unreadable lock file"
+    return f"stale lock of {who}" if lock.stale else f"locked by {who}"
+
+
 def row_inputs(node: NodeView) -> tuple[object, ...]:
-    """What `node_row` reads: a live node's age moves every snapshot and is not shown."""
+    """What `node_row` reads: a live node's age moves every snapshot and is not shown, nor does
+    its lock's age."""
     dim = node.health in DIMMED
     age = fmt_duration(node.age_s) if dim and node.age_s is not None else None
     return (node.name, node.health, age, node.gpu, node.memory, node.ranks, node.ranks_known,
-            node.util_history, node.host)  # fmt: skip
+            node.util_history, node.host, lock_note(node.lock))  # fmt: skip
 
 
 def node_row(node: NodeView, colours: Palette) -> tuple[Text, ...]:
@@ -93,6 +104,9 @@ def node_row(node: NodeView, colours: Palette) -> tuple[Text, ...]:
         ranks = "…"  # its container list has not come yet: "–" would say it runs nothing
     else:
         ranks = ", ".join(_rank(r) for r in node.ranks) or "–"
+    ranks_cell = Text(ranks, style=style)
+    if note := lock_note(None if down else node.lock):
+        ranks_cell.append(f" · {note}", style=style or colours.warn)
     memory = "–"
     if mem:
         uma = " UMA" if mem.source == "meminfo" else ""  # unified memory: the OS view
@@ -101,7 +115,7 @@ def node_row(node: NodeView, colours: Palette) -> tuple[Text, ...]:
     cells = (
         Text(node.name, style="bold" if not dim else colours.muted),
         _health(node, colours),
-        Text(ranks, style=style),
+        ranks_cell,
         Text(num(gpu.utilization_pct if gpu else None, 0, "%"), style=style),
         Text(memory, style=style),
         Text(num(gpu.temperature_c if gpu else None, 0, "°C"), style=style),
