@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+RECIPES = Path(__file__).parents[1] / "recipes"
+"""The project's own inventory (its clusters and recipes)."""
+
 
 def run_cockpit(*args: str | Path, env: dict[str, str] | None = None, timeout: float = 60):
     """`python -m cockpit ARGS`; returns the CompletedProcess (text mode)."""
@@ -56,3 +59,12 @@ def run_main(*args: str | Path, capsys: pytest.CaptureFixture[str]) -> Ran:
         gc.unfreeze()
     out, err = capsys.readouterr()
     return Ran(code, out, err)
+
+
+def assert_refused(ran: Ran, *words: str, code: int = 2) -> None:
+    """One line on stderr naming `words`, nothing on stdout, `code`, no traceback."""
+    assert "Traceback" not in ran.stderr + ran.stdout, ran.stderr
+    lines = ran.stderr.splitlines()
+    assert (ran.code, len(lines), ran.stdout) == (code, 1, ""), (ran, lines)
+    for word in words:
+        assert word in lines[0], (word, lines[0])

@@ -86,7 +86,7 @@ def unanswered(exc: httpx.HTTPError) -> str:
     if isinstance(exc, httpx.HTTPStatusError):
         return f"HTTP {exc.response.status_code} from {exc.request.url.path}"
     first = str(exc).strip().splitlines()
-    return first[0] if first else type(exc).__name__
+    return first[0] if first else f"the connection dropped ({type(exc).__name__})"
 
 
 async def served_models(http: httpx.AsyncClient, base_url: str) -> list[dict[str, object]]:

@@ -43,7 +43,7 @@ console = Console(highlight=False)
 
 
 def _nodes(inventory: Inventory, cluster: str | None) -> list[str]:
-    return list(inventory.cluster(cluster).nodes if cluster else inventory.nodes)
+    return list(inventory.cluster(cluster).nodes if cluster is not None else inventory.nodes)
 
 
 async def _collect(

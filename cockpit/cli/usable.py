@@ -18,9 +18,12 @@ from cockpit.config import Inventory, load_inventory
 
 def usable_inventory(root: Path | None, target: str | None = None) -> Inventory:
     """The inventory without its broken clusters, each said once on stderr (but `target`'s,
-    which the refusal names)."""
+    which the refusal names); a `target` cluster the inventory does not name at all (a typo) is
+    refused here, in one line on stderr, before the command asks any node."""
     inventory = load_inventory(root, partial=True)
     for breakage in inventory.broken:
         if target is None or target not in breakage.clusters:
             click.echo(f"warning: {breakage.left_out()}", err=True)
+    if target is not None and not any(target in b.clusters for b in inventory.broken):
+        inventory.cluster(target)
     return inventory
