@@ -5,18 +5,23 @@ the moment collection finds a test marked `realvllm` (tests/conftest.py), while 
 run; the vLLM processes run at nice 10 so that boot does not starve timing-sensitive tests. The
 `real_lane` fixture waits for it; the session's end stops the lane and the fleet. Nothing is
 skipped: without the CPU build installed (`.ci/run` installs it) the installer runs first.
+
+The lane is started with an API key, fresh for the session, as an operator sets one: the recipe's
+`[env] VLLM_API_KEY` (the fleet's copy of it), so every test of the real lane goes through vLLM's
+own authentication: the cockpit's readiness, benches and probes must send the key.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import os
+import secrets
 import shutil
 import subprocess
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cockpit_sim.fleet import SimFleet
@@ -32,6 +37,7 @@ class RealLane:
     fleet: SimFleet
     venv: Path
     launch_output: str
+    api_key: str = field(repr=False)
 
     @property
     def inventory(self) -> Path:
@@ -74,8 +80,10 @@ def _boot(root: Path, nice: int, shape: tuple[int, int] | None) -> RealLane:
     )
     fleet = SimFleet(root / "fleet", 1, recipes_dir=INVENTORY, owner_pid=os.getpid())
     fleet.start()
+    api_key = "sk-" + secrets.token_urlsafe(24)
     try:
         install_real_vllm(fleet, venv, model)
+        _set_api_key(fleet.inventory_dir / f"{RECIPE}.toml", api_key)
         launched = cockpit(
             fleet.inventory_dir,
             "launch",
@@ -92,7 +100,15 @@ def _boot(root: Path, nice: int, shape: tuple[int, int] | None) -> RealLane:
     except BaseException:
         fleet.stop()
         raise
-    return RealLane(fleet, venv, launched.stdout + launched.stderr)
+    return RealLane(fleet, venv, launched.stdout + launched.stderr, api_key)
+
+
+def _set_api_key(recipe: Path, key: str) -> None:
+    """The key in the recipe's [env], where an operator puts it (never `extra_args`)."""
+    text = recipe.read_text()
+    if text.count("\n[env]\n") != 1:
+        raise RuntimeError(f"{recipe}: no [env] table to put VLLM_API_KEY in")
+    recipe.write_text(text.replace("\n[env]\n", f'\n[env]\nVLLM_API_KEY = "{key}"\n'))
 
 
 _lock = threading.Lock()
