@@ -78,7 +78,7 @@ class EventPrinter:
                 task = self._bar(step, node)
                 info = event.message or _bytes_info(event)
                 if event.eta_s is not None:
-                    info += f" (~{_duration(event.eta_s)} left)"
+                    info += f" (~{duration(event.eta_s)} left)"
                 self.bars.update(task, completed=event.done, total=event.total, info=escape(info))
             case ev.StepFinished(step=step, node=node, ok=ok, detail=detail):
                 if step.startswith("boot/"):
@@ -136,7 +136,7 @@ class PlainPrinter:
         self.last[key] = (now, fraction)
         info = event.message or _bytes_info(event)
         pct = f"{100 * fraction:.0f}% " if fraction is not None and not event.message else ""
-        eta = f" (~{_duration(event.eta_s)} left)" if event.eta_s is not None else ""
+        eta = f" (~{duration(event.eta_s)} left)" if event.eta_s is not None else ""
         self._line(event.node, f"{event.step}: {pct}{info}{eta}")
 
     def show(self, event: ev.OpEvent) -> None:
@@ -168,8 +168,12 @@ class PlainPrinter:
                 self.exit_code = code
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """`45s`, `3m05s`, `2h07m`: an ETA as an operator reads it."""
     minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 

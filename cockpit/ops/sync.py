@@ -17,7 +17,13 @@ from cockpit.errors import InputError
 from cockpit.events import OpEvent
 from cockpit.ops.context import Emit, OpContext, OpLocks, Outcome
 from cockpit.ops.facts import FactsCollector, NodeFacts
-from cockpit.ops.sync_plan import SyncPlan, image_relay_command, parse_hop_line, plan_sync
+from cockpit.ops.sync_plan import (
+    SyncPlan,
+    image_relay_command,
+    parse_hop_line,
+    plan_sync,
+    transfer_eta,
+)
 from cockpit.ssh import SshError
 from cockpit.telemetry.docker_out import parse_image_inspect
 
@@ -72,7 +78,7 @@ async def relay(
             if hop.kind == "bytes":
                 elapsed = hop.seconds or (time.monotonic() - started)
                 rate = hop.bytes / elapsed if elapsed > 0 else None
-                eta = (total - hop.bytes) / rate if rate and total and total > hop.bytes else None
+                eta = transfer_eta(hop.bytes, total, elapsed)
                 yield emit.progress(
                     step, hop.node, done=float(hop.bytes), total=float(total) if total else None,
                     unit="B", rate=rate, eta_s=eta,

@@ -222,3 +222,18 @@ def parse_hop_line(line: str) -> HopLine | None:
     if tag == "@@err" and text.strip():
         return HopLine("error", node, text=text.strip())
     return None
+
+
+ETA_AFTER_S = 2.0
+"""No estimate in a transfer's first seconds: a rate of a few packets says nothing (it once read
+`~837767m40s left`)."""
+ETA_MAX_S = 24 * 3600.0
+"""An estimate beyond a day is a stalled link, not a plan: none is shown."""
+
+
+def transfer_eta(done: int, total: int | None, elapsed: float) -> float | None:
+    """Seconds left at the rate so far; None while unknown or not yet meaningful."""
+    if not total or done <= 0 or done >= total or elapsed < ETA_AFTER_S:
+        return None
+    eta = (total - done) * elapsed / done
+    return eta if eta <= ETA_MAX_S else None
