@@ -192,10 +192,10 @@ class BenchyDriver(Driver):
         by_key = {(p.depth, p.concurrency): p for p in points}
         by_request: dict[int, ProgressTracker] = {}
         index = {p: i for i, p in enumerate(self.cfg.points)}
-        # the engine's own decode rate per point, from its counters at the points' boundaries
-        # (its histograms count a request when it finishes, so a scrape as the next point
-        # starts holds exactly the previous point's requests)
-        before = state.first = await sampler.scrape()
+        # the engine's own decode rate per point and per run, from its counters at their
+        # boundaries (its histograms count a request when it finishes, so a scrape as the next
+        # run starts holds exactly the previous run's requests)
+        before = run_before = state.first = await sampler.scrape()
         try:
             watchdog.touch()
             async for event in progress_events(proc, watchdog, state.stderr_tail):
@@ -210,20 +210,25 @@ class BenchyDriver(Driver):
                     spec = by_key.get(key)
                     if spec is None:
                         continue
-                    if spec not in trackers:
+                    run = (spec, int(event.get("run_index", 0)))
+                    if run != state.run:  # a new run (of a new point, maybe) begins
                         after = await sampler.scrape()
-                        if state.current is not None and after is not None:
-                            state.bounds[state.current] = after.decode_bound_since(before)
-                        before = after
-                        state.first = state.first or after
-                        trackers[spec] = ProgressTracker(spec)
-                        state.current = spec
-                        yield self._ev(
-                            PointStarted,
-                            point=spec,
-                            index=index.get(spec, 0),
-                            total=len(self.cfg.points),
-                        )
+                        if state.run is not None and after is not None:
+                            state.run_bounds[state.run] = after.decode_bound_since(run_before)
+                        run_before, state.run = after, run
+                        if spec not in trackers:
+                            if state.current is not None and after is not None:
+                                state.bounds[state.current] = after.decode_bound_since(before)
+                            before = after
+                            state.first = state.first or after
+                            trackers[spec] = ProgressTracker(spec)
+                            state.current = spec
+                            yield self._ev(
+                                PointStarted,
+                                point=spec,
+                                index=index.get(spec, 0),
+                                total=len(self.cfg.points),
+                            )
                     if isinstance(rid, int):
                         by_request[rid] = trackers[spec]
                 tracker = by_request.get(rid) if isinstance(rid, int) else None
@@ -244,6 +249,8 @@ class BenchyDriver(Driver):
                 if after is not None:
                     state.bounds[state.current] = after.decode_bound_since(before)
                     state.overall = after.decode_bound_since(state.first)
+                    if state.run is not None:
+                        state.run_bounds[state.run] = after.decode_bound_since(run_before)
             if watchdog.hung():
                 state.hung_for = watchdog.idle_s()
                 # `py-spy dump` may take seconds: not on the (TUI's) event loop
@@ -280,7 +287,7 @@ class BenchyDriver(Driver):
             measured = inference
             verdict = judge(
                 spec,
-                _runs_seen(inference, tracker, runs, state.bounds.get(spec) or state.overall),
+                _runs_seen(inference, tracker, state.held_to(spec, runs), scale),
                 observations if len(observations) == runs else [],
                 lambda dropped: drop_runs(measured, set(dropped), runs),
             )
@@ -303,32 +310,43 @@ class BenchyDriver(Driver):
 
 
 def _runs_seen(
-    inference: PhaseStats, tracker: ProgressTracker, runs: int, bound: float | None
+    inference: PhaseStats, tracker: ProgressTracker, bounds: list[float | None], scale: float
 ) -> list[RunSeen]:
-    """Each run as llama-benchy's result and its progress lines show it, held to `bound`.
-
-    A point whose own scrapes failed (a loaded host: the scrape timed out) is given the whole
-    process's bound: with none, a burst in every run read 55,921 t/s (CI)."""
+    """Each run as llama-benchy's result and its progress lines show it (wall rates: divided by
+    the simulator's `scale`, as its result's are), held to its bound."""
+    runs = len(bounds)
     rates = run_stream_rates(inference, runs) or [[] for _ in range(runs)]
-    seen = seen_stream_rates(tracker)
+    seen = [[rate / scale for rate in run] for run in seen_stream_rates(tracker)]
     if len(seen) == runs:  # both views of the same streams: either may show a burst
         rates = [[*a, *b] for a, b in zip(rates, seen, strict=True)]
     reads = stream_reads(tracker)
     if len(reads) != runs:  # no progress lines: how the tokens arrived is not known
         reads = [[] for _ in range(runs)]
-    return [RunSeen(tuple(r), tuple(how), bound) for r, how in zip(rates, reads, strict=True)]
+    return [
+        RunSeen(tuple(r), tuple(how), bound)
+        for r, how, bound in zip(rates, reads, bounds, strict=True)
+    ]
 
 
 @dataclass
 class _ProcessState:
     current: PointSpec | None = None
     bounds: dict[PointSpec, float | None] = field(default_factory=dict)
+    run: tuple[PointSpec, int] | None = None  # the point and run whose requests are running
+    run_bounds: dict[tuple[PointSpec, int], float | None] = field(default_factory=dict)
     first: Counters | None = None  # the process's first good scrape of the engine
     overall: float | None = None  # the decode bound over the whole process (`_result`)
     latency_s: float | None = None
     hung_for: float = 0.0
     forensics: str = ""
     stderr_tail: list[str] = field(default_factory=list)
+
+    def held_to(self, spec: PointSpec, runs: int) -> list[float | None]:
+        """Each run's bound: the engine's own rate over that run, else over the point, else over
+        the whole process (a loaded host's scrape timed out: with no bound at all, a burst in
+        every run read 55,921 t/s in CI)."""
+        point = self.bounds.get(spec) or self.overall
+        return [self.run_bounds.get((spec, run)) or point for run in range(runs)]
 
 
 def find_script(executable: str | None = None) -> str:

@@ -2,8 +2,9 @@
 start of a stream, does to what a bench client sees.
 
 `buffer`: every answer is read whole from the engine and sent in one write at its end (nginx's
-`proxy_buffering on`): the client cannot see the decode. `late`: in the completions numbered in
-`late_requests`, the content chunks are held until `hold_tokens` tokens came, then sent one
+`proxy_buffering on`): the client cannot see the decode. `late`: in the long completions (asking
+for more than `hold_tokens`: not a client's short warm-ups) numbered in `late_requests`, from 0,
+the content chunks are held until `hold_tokens` tokens came, then sent one
 write each, a millisecond apart (a relay that stalled on its first token while the engine decoded
 on, as on the first request after a boot): the client's decode reads too fast, every token in
 its own read. `/v1/models` passes through, `/metrics` only with `metrics`.
@@ -30,7 +31,7 @@ class Relay:
     metrics: bool = True
     hold_tokens: int = 0
     late_requests: frozenset[int] = frozenset()
-    completions: int = 0
+    long_completions: int = 0
     _session: aiohttp.ClientSession | None = field(default=None, repr=False)
 
     def app(self) -> web.Application:
@@ -52,9 +53,11 @@ class Relay:
             return web.Response(body=body, status=resp.status, content_type=resp.content_type)
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
-        number = self.completions
-        self.completions += 1
         body = await request.read()
+        number = None
+        if int(json.loads(body).get("max_tokens") or 0) > self.hold_tokens:
+            number = self.long_completions
+            self.long_completions += 1
         headers = {"Content-Type": "application/json"}
         async with self.session.post(
             self.upstream + request.path, data=body, headers=headers

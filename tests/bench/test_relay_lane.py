@@ -71,16 +71,17 @@ async def test_an_answer_in_one_late_read_carries_no_rate_and_no_conclusion(
 
 
 @pytest.mark.timing  # two decode rates measured in wall time, and their ratio
+@pytest.mark.parametrize("driver", list(DRIVERS))
 async def test_a_run_read_faster_than_the_engines_own_rate_is_dropped(
-    flash_lane: str, tmp_path: Path
+    flash_lane: str, tmp_path: Path, driver: str
 ) -> None:
     """The first bench after a boot: the relay held the first measured stream's first tokens
     while the engine decoded on, then sent them one read each; that run read ~1.9x the engine's
     own time per output token (a 3x margin let it stand), the next one is the engine's."""
-    # requests: the driver's 2 start-up warm-ups, then the point's runs: run 1 is request 2
-    relay = Relay(flash_lane, mode="late", hold_tokens=50, late_requests=frozenset({2}))
+    relay = Relay(flash_lane, mode="late", hold_tokens=50, late_requests=frozenset({0}))
     async with relayed(relay) as url:
-        report, _ = await _report(_request(url, tmp_path, points=(PointSpec(0, 1, 64, 128),)))
+        req = _request(url, tmp_path, points=(PointSpec(0, 1, 64, 128),), **DRIVERS[driver])
+        report, _ = await _report(req)
     [point] = report.points
     assert point.inference is not None and point.inference.dropped == 1, point.flags
     [flag] = [f for f in point.flags if f.kind is FlagKind.IMPLAUSIBLE]
