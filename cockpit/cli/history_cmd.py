@@ -56,8 +56,8 @@ def history() -> None:
 
 
 def _cell(name: str, value: object, fmt: str) -> object:
-    if value is None:
-        return None if fmt == "json" else ""
+    if value is None or (value == "" and fmt == "table"):  # none: a table says so with a dash
+        return {"json": None, "table": "-"}.get(fmt, "")  # (a blank read as the next cell)
     if (name == "at" or name.endswith("_at")) and isinstance(value, float | int):
         moment = datetime.fromtimestamp(value, UTC)
         if fmt == "table":
@@ -128,8 +128,14 @@ def ops_cmd(since: str, fmt: str) -> None:
 
 
 def _phases(row: BootRow) -> str:
-    """The head's phases (every node's when none reached ready), e.g. `loading weights 12s`."""
-    spans = [p for p in row.phases if p.node == row.head] if row.head else list(row.phases)
+    """The head's phases up to ready (every node's when none reached ready), e.g. `loading
+    weights 12s`: they add up to the boot. Its `ready` span is left out: it runs on through the
+    watch after ready (the JSON has it), so the phases summed to more than the boot."""
+    spans = (
+        [p for p in row.phases if p.node == row.head and p.phase != "ready"]
+        if row.head
+        else list(row.phases)
+    )
     return ", ".join(
         f"{p.phase} {p.seconds:.0f}s" if row.head else f"{p.node}: {p.phase} {p.seconds:.0f}s"
         for p in spans

@@ -31,7 +31,8 @@ def state(tmp_path_factory: pytest.TempPathFactory) -> Path:
                   "refused", 2, "held by ops@mars since 08:00"),
             OpRow("old", "sync", LANE, CLUSTER, "ops@pluto", 1, NOW - 40 * 86400),
             BootRow("a", LANE, CLUSTER, "dgx1", NOW - 595, NOW - 581, 14.0, "ok",
-                    (PhaseSpan("dgx1", "loading weights", 9.0), PhaseSpan("dgx2", "starting", 2.0))),
+                    (PhaseSpan("dgx1", "loading weights", 9.0), PhaseSpan("dgx1", "ready", 30.0),
+                     PhaseSpan("dgx2", "starting", 2.0))),
             LaneSample(LANE, CLUSTER, NOW - 300, 10.0, 5, 40.0, 900.0, 0.25, 0.5, 2.0, 0.0, 1.0),
             NodeSample("dgx1", NOW - 300, 30.0, 6, 88.0, 61.0, 63.0, 95.5, 61_440.0, 122_880.0),
             BenchRow("/r/b.json", LANE, CLUSTER, NOW - 200, "nightly", "warm prefix", "builtin",
@@ -81,10 +82,12 @@ def test_boots_give_the_heads_phases_and_every_nodes_in_json(state: Path) -> Non
     table = history(state, "boots")
     assert table.returncode == 0 and "loading weights 9s" in table.stdout
     assert "starting 2s" not in table.stdout  # dgx2's: not the head's
+    assert "ready 30s" not in table.stdout  # the head's phases add up to the boot's 14 s
     (boot,) = json.loads(history(state, "boots", "--format", "json").stdout)
     assert boot["seconds"] == 14.0 and boot["head"] == "dgx1"
     assert boot["phases"] == [
         {"node": "dgx1", "phase": "loading weights", "seconds": 9.0},
+        {"node": "dgx1", "phase": "ready", "seconds": 30.0},
         {"node": "dgx2", "phase": "starting", "seconds": 2.0},
     ]
     rows = list(csv.DictReader(io.StringIO(history(state, "boots", "--format", "csv").stdout)))
@@ -114,6 +117,14 @@ def test_benches(state: Path) -> None:
         "nightly", 40.0, 70.0, "/r/b.json",
     )  # fmt: skip
     assert "nightly" in history(state, "benches").stdout
+
+
+def test_a_figure_not_measured_is_a_dash_in_a_table(state: Path) -> None:
+    header, row = history(state, "benches").stdout.splitlines()
+    at = header.index("partial")  # a blank cell read as its neighbour: `tg_c2 0`
+    assert row[at:].split()[0] == "-" and row[header.index("tg_c2") :].split()[0] == "70.0"
+    (csv_row,) = csv.DictReader(io.StringIO(history(state, "benches", "--format", "csv").stdout))
+    assert csv_row["partial"] == ""
 
 
 @pytest.mark.parametrize(
