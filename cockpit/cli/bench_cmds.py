@@ -46,8 +46,10 @@ from cockpit.events import OpEvent
 from cockpit.history.recorder import recording
 from cockpit.history.records import ReportWritten
 from cockpit.ops import readiness
+from cockpit.ops.inflight import InFlight
 from cockpit.ops.interrupt import run_interruptible
 from cockpit.plan import LanePlan, plan_lane
+from cockpit.ssh import SshPool
 from cockpit.ssh.inventory import pool_for
 
 console = stdout_console()
@@ -344,33 +346,44 @@ def bench_cmd(
                 raise InputError("--bench-host needs --recipe and --cluster")
             return await _watch(bench(req, saved=saved), table, run_record.observe)
         async with pool_for(inventory) as pool:
-            lane_req = req
-            model_cache = inventory.model_cache_of(plan.cluster, plan.ranks[0].node)  # the head's
-            if tokenizer is None and bench_host == "local":
-                found = await lane_tokenizer(pool, plan, model_cache)
-                source = f"{plan.recipe.model.repo}@{plan.recipe.model.revision} (lane snapshot)"
-                lane_req = replace(req, tokenizer_dir=found, tokenizer_source=source)
-            # the engine is reached through an SSH forward to the head, as on a real fleet
-            local_url = await readiness.base_url(pool, plan)
-            if bench_host == "local":
-                return await _watch(
-                    bench(lane_req, local_url=local_url, saved=saved), table, run_record.observe
-                )
-            remote_tokenizer = str(tokenizer) if tokenizer else snapshot_dir(plan, model_cache)
+            inflight = InFlight(pool, inventory)  # every other cockpit sees it on the nodes
+            try:
+                return await lane_run(pool, inflight)
+            finally:
+                await inflight.aclose()
 
-            def source(served: str, scale: float) -> AsyncIterator[OpEvent]:
-                argv = remote_argv(
-                    shlex.split(remote_cockpit), req.endpoint, served, scale, points, runs,
-                    req.warmup, driver, hang_timeout, req.lane, req.cluster, remote_tokenizer,
-                    adapt_prompt,
-                )  # fmt: skip
-                return remote_events(pool, bench_host, argv)
+    async def lane_run(pool: SshPool, inflight: InFlight) -> OpEvent:
+        assert inventory is not None and plan is not None
 
-            return await _watch(
-                bench(lane_req, source=source, local_url=local_url, saved=saved),
-                table,
-                run_record.observe,
-            )
+        def observe(event: OpEvent) -> None:
+            run_record.observe(event)
+            inflight.observe(event)
+
+        lane_req = req
+        model_cache = inventory.model_cache_of(plan.cluster, plan.ranks[0].node)  # the head's
+        if tokenizer is None and bench_host == "local":
+            found = await lane_tokenizer(pool, plan, model_cache)
+            source = f"{plan.recipe.model.repo}@{plan.recipe.model.revision} (lane snapshot)"
+            lane_req = replace(req, tokenizer_dir=found, tokenizer_source=source)
+        # the engine is reached through an SSH forward to the head, as on a real fleet
+        local_url = await readiness.base_url(pool, plan)
+        if bench_host == "local":
+            return await _watch(bench(lane_req, local_url=local_url, saved=saved), table, observe)
+        remote_tokenizer = str(tokenizer) if tokenizer else snapshot_dir(plan, model_cache)
+
+        def source(served: str, scale: float) -> AsyncIterator[OpEvent]:
+            argv = remote_argv(
+                shlex.split(remote_cockpit), req.endpoint, served, scale, points, runs,
+                req.warmup, driver, hang_timeout, req.lane, req.cluster, remote_tokenizer,
+                adapt_prompt,
+            )  # fmt: skip
+            return remote_events(pool, bench_host, argv)
+
+        return await _watch(
+            bench(lane_req, source=source, local_url=local_url, saved=saved),
+            table,
+            observe,
+        )
 
     try:
         with cli_recorder() as recorder, recording(recorder) as run_record:

@@ -191,6 +191,7 @@ async def _run(
     breaker: BreakLock | None,
 ) -> int:
     from cockpit.ops.context import OpContext
+    from cockpit.ops.inflight import InFlight
     from cockpit.ssh.inventory import pool_for  # imported here: `cockpit --help` stays fast
 
     printer: EventPrinter | PlainPrinter
@@ -199,9 +200,14 @@ async def _run(
     else:
         printer = PlainPrinter(lambda text: print(text, flush=True))
     async with pool_for(inventory) as pool:
-        async for event in make(OpContext(inventory, pool, break_lock=breaker)):
-            printer.show(event)
-            recording.observe(event)
+        inflight = InFlight(pool, inventory)  # every other cockpit sees it on the nodes
+        try:
+            async for event in make(OpContext(inventory, pool, break_lock=breaker)):
+                printer.show(event)
+                recording.observe(event)
+                inflight.observe(event)
+        finally:
+            await inflight.aclose()
     return printer.exit_code
 
 

@@ -14,6 +14,7 @@ from typing import Protocol
 from cockpit.ops.ownership import stop_fix
 from cockpit.ssh.state import Link, NodeState
 from cockpit.status.lock_view import LockView, node_lock
+from cockpit.status.op_view import OpInFlight, operations
 from cockpit.status.orphans import Orphans
 from cockpit.status.probe import NodeFacts
 from cockpit.telemetry.docker_out import (
@@ -242,6 +243,7 @@ class FleetStatus:
     at: float  # wall time of the snapshot
     problems: tuple[StatusProblem, ...] = ()
     unknown: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # node → facts not in yet
+    operations: tuple[OpInFlight, ...] = ()  # every cockpit's, as the nodes record them
 
     @property
     def complete(self) -> bool:
@@ -320,4 +322,4 @@ def fleet_status(
         if node not in down and (missing := facts.get(node, empty).unknown())
     }
     problems = (*orphan_problems(rows), *ended_problems(rows), *image_problems(images))
-    return FleetStatus(rows, images, now, problems, unknown)
+    return FleetStatus(rows, images, now, problems, unknown, operations(facts, now))

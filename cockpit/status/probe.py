@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from cockpit.ops.locks import LOCK_LINE_SH
+from cockpit.ops.op_records import LIST_SH as OPS_LIST_SH
 from cockpit.telemetry.docker_out import (
     LANE_LABEL,
     ContainerRow,
@@ -124,7 +125,7 @@ images() {{ {IMAGES_QUERY}; }}
   done
   return 0
 }}
-host() {{
+{OPS_LIST_SH}host() {{
   local l
   IFS= read -r l </proc/stat && printf '%s\\n' "$l"
   while IFS= read -r l; do printf '%s\\n' "$l"; done </proc/net/dev
@@ -144,6 +145,7 @@ while :; do
   (( n )) || read -t {FIRST_GPU_WAIT_S:g} -N 1 -u 3 _
   section ps {shlex.join(PS_QUERY)}
   section own own
+  section ops ops
   section apps {shlex.join(APPS_QUERY)}
   section host host
   if (( n % {max(pace.images_every, 1)} == 0 )); then section img images; fi
@@ -253,6 +255,8 @@ class NodeFacts:
     listed: tuple[ContainerRow, ...] | None = None  # this round's list, until its `own` comes
     owned: OwnRound | None = None  # the last round's list with its locks and lane markers
     asked: int = 0  # the last ask number the node received (0: none yet)
+    ops: str | None = None  # the operations in flight recorded there (`ops.op_records`)
+    ops_at: float | None = None
     host: HostSample | None = None  # CPU and link counters (`telemetry.host`), and the one
     host_at: float | None = None
     host_before: HostSample | None = None  # before it: two samples give the rates
@@ -316,6 +320,8 @@ class NodeFacts:
                 changes = {"apps": tuple(parse_compute_apps(text))}
             case Section("own", text, _) if heard.listed is not None:
                 changes = {"owned": OwnRound(heard.listed, text, heard.asked, now), "listed": None}
+            case Section("ops", text, _):
+                changes = {"ops": text, "ops_at": now}
             case Section("host", text, _):
                 changes = {
                     "host": parse_host(text),

@@ -85,6 +85,16 @@ def locks(status: FleetStatus) -> Text:
     return text
 
 
+def in_flight(status: FleetStatus) -> Text:
+    """One line per operation in flight (any cockpit's): what, whose, how far, where."""
+    text = Text()
+    for op in status.operations:
+        text.append("operation: ", style="bold")
+        text.append(f"{shown(op.line())}\n", style="yellow" if op.stale else "")
+    text.rstrip()
+    return text
+
+
 def _memory(row: NodeRow) -> str:
     mem = row.memory
     if mem is None:
@@ -178,6 +188,8 @@ def status_renderable(status: FleetStatus) -> Group:
         parts.append(notes)
     if held := locks(status):
         parts.append(held)
+    if running := in_flight(status):
+        parts.append(running)
     if status.images:
         parts.append(images_table(status))
     return Group(*parts)
@@ -206,6 +218,9 @@ def status_json(status: FleetStatus) -> dict[str, Any]:
             for r in status.images
         ],
         "problems": [_plain(dataclasses.asdict(p)) for p in status.problems],
+        "operations": [
+            {**_plain(dataclasses.asdict(op)), "stale": op.stale} for op in status.operations
+        ],
         "complete": status.complete,
         "unknown": _plain({node: list(kinds) for node, kinds in status.unknown.items()}),
     }
