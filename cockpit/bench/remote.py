@@ -3,7 +3,8 @@
 The seed moved its bench client to a wired host because a WiFi laptop skewed TTFT. The remote
 side runs `cockpit bench --events-jsonl ...` (the driver alone, one JSON event per line); the
 cockpit side parses the lines back into the same events, so the live view and the report are
-built exactly as for a local run. Closing the stream stops the remote client.
+built exactly as for a local run. Closing the stream stops the remote client. A lane's API key
+goes to the remote side as the first line of its stdin (`--api-key-stdin`), never in its argv.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ def remote_argv(
     cluster: str,
     tokenizer: str,
     adapt_prompt: bool = True,
+    api_key_stdin: bool = False,
 ) -> list[str]:
     """The command the bench host runs: the same points, the driver's events on stdout."""
     first = points[0]
@@ -62,12 +64,19 @@ def remote_argv(
         argv.append("--cold")
     if not warmup:
         argv.append("--no-warmup")
+    if api_key_stdin:
+        argv.append("--api-key-stdin")
     return argv
 
 
-async def remote_events(pool: SshPool, node: str, argv: Sequence[str]) -> AsyncIterator[OpEvent]:
-    """Events of a driver running on `node`; lines that are not events are skipped."""
+async def remote_events(
+    pool: SshPool, node: str, argv: Sequence[str], api_key: str | None = None
+) -> AsyncIterator[OpEvent]:
+    """Events of a driver running on `node` (given `api_key` on its stdin: `argv` must hold
+    `--api-key-stdin`); lines that are not events are skipped."""
     async with pool.stream(node, list(argv)) as lines:
+        if api_key:
+            lines.poke(api_key)
         async for line in lines:
             event = parse_event_line(line)
             if event is not None:

@@ -24,7 +24,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from cockpit.api_key import auth_headers, endpoint_api_key
+from cockpit.api_key import auth_headers, endpoint_api_key, read_key_line
 from cockpit.bench import artifacts
 from cockpit.bench import events as bev
 from cockpit.bench import probe as bench_probe
@@ -262,6 +262,9 @@ def _print_events_jsonl(req: BenchRequest, model: str, scale: float) -> None:
     help="Engine seconds per wall second (a sped-up simulator; default $COCKPIT_TIME_SCALE or 1).",
 )
 @click.option("--events-jsonl", is_flag=True, hidden=True)
+@click.option(
+    "--api-key-stdin", is_flag=True, hidden=True, help="The lane's API key: stdin's first line."
+)
 @click.option("--remote-cockpit", default="cockpit", hidden=True, help="Command on the host.")
 @click.pass_context
 def bench_cmd(
@@ -288,10 +291,12 @@ def bench_cmd(
     model: str | None,
     time_scale: float | None,
     events_jsonl: bool,
+    api_key_stdin: bool,
     remote_cockpit: str,
 ) -> None:
     """Quality + perf + depth sweep at c1/c2, live, with honesty checks and a report."""
     points = SweepPlan(depths, concurrency, pp, tg, runs, cold, driver).points
+    key_from_stdin = read_key_line(sys.stdin) if api_key_stdin else None
     image = recipe_hash = ""
     inventory = None
     plan = None
@@ -324,14 +329,9 @@ def bench_cmd(
         client_host=socket.gethostname() if bench_host == "local" else bench_host,
         max_model_len=plan.recipe.serve.max_model_len if plan else None,
         adapt_prompt=adapt_prompt,
-        api_key=plan.api_key if plan else endpoint_api_key(),
+        api_key=plan.api_key if plan else key_from_stdin or endpoint_api_key(),
         head=plan.ranks[0].node if plan else "",
     )
-    if bench_host != "local" and req.api_key:
-        raise InputError(
-            f"--bench-host: {req.lane} has an API key, which the bench host's client would get "
-            "only on its command line: bench from this machine (leave out --bench-host)"
-        )
     if events_jsonl:
         _print_events_jsonl(req, model or "", time_scale or 1.0)
         return
@@ -375,9 +375,9 @@ def bench_cmd(
             argv = remote_argv(
                 shlex.split(remote_cockpit), req.endpoint, served, scale, points, runs,
                 req.warmup, driver, hang_timeout, req.lane, req.cluster, remote_tokenizer,
-                adapt_prompt,
+                adapt_prompt, req.api_key is not None,
             )  # fmt: skip
-            return remote_events(pool, bench_host, argv)
+            return remote_events(pool, bench_host, argv, req.api_key)
 
         return await _watch(
             bench(lane_req, source=source, local_url=local_url, saved=saved),

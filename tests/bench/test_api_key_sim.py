@@ -8,20 +8,25 @@ from __future__ import annotations
 import asyncio
 import secrets
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from cockpit.bench import probe
+from cockpit.bench import artifacts, probe
 from cockpit.bench.events import SweepFinished
 from cockpit.bench.load import LoadCount, LoadShape, steady_load
 from cockpit.bench.models import FlagKind, PointSpec
+from cockpit.bench.remote import remote_argv, remote_events
 from cockpit.bench.run import BenchRequest, bench
+from cockpit.config import load_inventory
+from cockpit.events import OpEvent
 from cockpit.ops import readiness
+from cockpit.ssh.inventory import pool_for
 from cockpit_sim.engine.text import TOKENIZER_DIR
+from cockpit_sim.fleet import SimFleet
 from tests.bench.sim_engine import SMALL, running_engine
 from tests.cli_runner import run_cockpit
 
@@ -123,3 +128,32 @@ def test_an_endpoint_bench_takes_the_operator_s_vllm_api_key(keyed: str, tmp_pat
     assert KEY not in done.stdout + done.stderr
     refused = run_cockpit(*args, env={**state, "VLLM_API_KEY": ""}, timeout=180)
     assert refused.returncode != 0 and "401" in refused.stdout + refused.stderr
+
+
+async def test_a_bench_host_gets_the_key_on_its_stdin_not_its_command_line(
+    keyed: str, small_fleet: SimFleet, tmp_path: Path
+) -> None:
+    inventory = load_inventory(small_fleet.inventory_dir)
+    node = small_fleet.names[0]
+    req = BenchRequest(
+        lane="small", cluster="sim", label="remote", endpoint=keyed,
+        points=(PointSpec(0, 1, 256, 16),), tokenizer_dir=TOKENIZER_DIR, reports_dir=tmp_path,
+        runs=1, warmup=False, time_scale=SPEED, client_host=node, api_key=KEY,
+    )  # fmt: skip
+    sent: list[list[str]] = []
+    async with pool_for(inventory) as pool:
+
+        def source(model: str, scale: float) -> AsyncIterator[OpEvent]:
+            argv = remote_argv(
+                [sys.executable, "-m", "cockpit"], keyed, model, scale, req.points, 1, False,
+                "builtin", 60.0, req.lane, req.cluster, str(TOKENIZER_DIR), True, True,
+            )  # fmt: skip
+            sent.append(argv)
+            return remote_events(pool, node, argv, KEY)
+
+        events = [e async for e in bench(req, source=source)]
+    last = events[-1]
+    assert isinstance(last, SweepFinished) and last.ok, last
+    [point] = artifacts.load_report(Path(last.report_json)).points
+    assert point.inference is not None and not point.has(FlagKind.ERRORS), point.flags
+    assert sent and "--api-key-stdin" in sent[0] and KEY not in " ".join(sent[0])
