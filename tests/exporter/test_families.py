@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
+import subprocess
+from pathlib import Path
 
+import pytest
 from prometheus_client import CollectorRegistry
+from prometheus_client import generate_latest as prometheus_text
 from prometheus_client.openmetrics.exposition import generate_latest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
@@ -154,3 +159,22 @@ def test_every_cockpits_lock_is_a_series_naming_its_holder() -> None:
     assert served[("cockpit_node_lock_held", (*labels, ("operation", "launch")))] == 1.0
     assert served[("cockpit_node_lock_age_seconds", (("node", "dgx1"),))] == 12.0
     assert [k for k in served if "_lock_" in k[0] and ("node", "dgx2") in k[1]] == []
+
+
+def test_promtool_finds_the_node_families_clean() -> None:
+    """`promtool check metrics` (Debian's prometheus package, which CI installs) lints the names,
+    units, types and help of every node family, the lock's too."""
+    promtool = shutil.which("promtool") or "/usr/bin/promtool"
+    if not Path(promtool).exists():
+        pytest.fail("promtool is not installed (Debian's prometheus package; .ci/run installs it)")
+    held = LockView("alice@ops-laptop", "launch", LANE, 1.0, 12.0, None)
+    collector = SnapshotCollector()
+    collector.latest = ExportSnapshot((dataclasses.replace(_row("dgx1"), lock=held),))
+    registry = CollectorRegistry()
+    registry.register(collector)
+    text = prometheus_text(registry).decode()
+    assert "cockpit_node_lock_held{" in text
+    checked = subprocess.run(
+        [promtool, "check", "metrics"], input=text, capture_output=True, text=True, check=False
+    )
+    assert checked.returncode == 0 and not checked.stdout + checked.stderr, checked
