@@ -91,6 +91,17 @@ def test_the_lane_itself_already_running_is_refused() -> None:
     assert f"stop --lane {RECIPE.name}" in failure.fix
 
 
+def test_a_lane_in_the_way_is_one_error_not_one_more_per_port_it_holds() -> None:
+    other = ContainerRow(
+        id="c3", names="cockpit-qwen-r0", image="x", state="running", status="Up",
+        labels={"cockpit.lane": "qwen3-0.6b-2x", "cockpit.cluster": "2nodes-dac"},
+    )  # fmt: skip
+    held = (("*", PLAN.serve_port), ("*", 29501))
+    facts = {"dgx1": good("dgx1", containers=(other,), listening=held), "dgx2": good("dgx2")}
+    (failure,) = preflight(PLAN, facts, master_port=29501)
+    assert failure.check == "lane" and "lane qwen3-0.6b-2x runs on dgx1" in failure.message
+
+
 def test_missing_image_is_not_a_failure_when_syncing_first() -> None:
     facts = {"dgx1": good("dgx1"), "dgx2": good("dgx2", image_id=None, full_ref=None)}
     assert preflight(PLAN, facts, will_sync=True) == []
