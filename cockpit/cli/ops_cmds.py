@@ -199,7 +199,7 @@ async def _run(
         printer = EventPrinter(console)
     else:
         printer = PlainPrinter(lambda text: print(text, flush=True))
-    async with pool_for(inventory) as pool:
+    async with pool_for(inventory, one_shot=True) as pool:  # no next attempt to announce
         inflight = InFlight(pool, inventory)  # every other cockpit sees it on the nodes
         try:
             async for event in make(OpContext(inventory, pool, break_lock=breaker)):

@@ -80,7 +80,8 @@ class SshPool:
     `config` lists OpenSSH client config files (None: ~/.ssh/config when readable), which gives
     ProxyJump, aliases and per-host options; the agent is used when SSH_AUTH_SOCK is set.
     A node that does not answer costs at most `settings.connect_timeout`, then fails fast
-    until its backoff delay has passed.
+    until its backoff delay has passed. `one_shot`: the pool of one command, which makes no
+    next attempt, so its fast failures do not announce one.
     """
 
     def __init__(
@@ -92,8 +93,10 @@ class SshPool:
         keepalive_interval: float = 5.0,
         keepalive_count_max: int = 3,
         backoff: Backoff | None = None,
+        one_shot: bool = False,
     ) -> None:
         self._nodes: dict[str, NodeAddress] = {n.name: n for n in nodes}
+        self._one_shot = one_shot
         self._settings = settings or Settings()
         self._config = config
         self._keepalive = (keepalive_interval, keepalive_count_max)
@@ -142,7 +145,8 @@ class SshPool:
             wait = state.retry_at - time.monotonic()
             if state.link is Link.UNREACHABLE and wait > 0 and node in self._errors:
                 last = self._errors[node]
-                raise type(last)(node, f"{last.reason} (next attempt in {wait:.0f} s)")
+                later = "" if self._one_shot else f" (next attempt in {wait:.0f} s)"
+                raise type(last)(node, last.reason + later)
             task = asyncio.create_task(self._open(address))
             self._pending[node] = task
         return await asyncio.shield(task)

@@ -244,3 +244,18 @@ async def test_proxyjump_from_ssh_config(lab: Lab) -> None:
     async with SshPool([node], lab.settings(), config=[config]) as pool:
         assert (await pool.run("n1", "echo via jump", timeout=5)).stdout == "via jump\n"
     assert jump.forwards == [(LOOPBACK, target.port)]
+
+
+async def test_a_one_shot_pool_announces_no_next_attempt(lab: Lab) -> None:
+    """A command's pool makes no next attempt: its refusal says why, not "(next attempt in 1 s)"."""
+    sshd = await lab.server()
+    lab.trust(sshd)
+    await sshd.stop()
+    backoff = Backoff(base=30.0, cap=30.0)
+    nodes = [lab.endpoint("n1", sshd)]
+    async with SshPool(nodes, lab.settings(1.0), backoff=backoff, one_shot=True) as pool:
+        with pytest.raises(NodeUnreachable, match="connection refused"):
+            await pool.run("n1", "true", timeout=5)
+        with pytest.raises(NodeUnreachable) as again:
+            await pool.run("n1", "true", timeout=5)  # within its backoff: the same failure
+        assert "connection refused" in str(again.value) and "next attempt" not in str(again.value)
