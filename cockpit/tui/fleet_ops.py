@@ -105,6 +105,7 @@ class FleetOperations:
     async def bench(self, target: LaneTarget, sweep: SweepPlan) -> AsyncIterator[OpEvent]:
         """The sweep's points as the plan, then the bench operation's own events; refused before
         its plan when llama-benchy is asked for and not installed."""
+        from cockpit.bench.environment import EngineUnanswered
         from cockpit.bench.events import SweepPlanned
         from cockpit.bench.run import BenchRequest, bench
         from cockpit.bench.sweep_plan import beyond_context
@@ -164,9 +165,16 @@ class FleetOperations:
             max_model_len=mml,
             api_key=plan.api_key,
         )
-        async for event in bench(request):
-            if not isinstance(event, Planned):  # the plan was shown already
-                yield event
+        try:
+            async for event in bench(request):
+                if not isinstance(event, Planned):  # the plan was shown already
+                    yield event
+        except EngineUnanswered as exc:  # a lane that is not running: said, not a traceback
+            head = plan.ranks[0].node
+            said = f"the engine of {target.lane} on {target.cluster} (head {head}) does not answer"
+            yield Finished.failed(
+                "bench", f"{said}: {exc}", lane=target.lane, cluster=target.cluster
+            )
 
 
 def bench_likeness(plan: LanePlan) -> Likeness:
