@@ -3,6 +3,7 @@ simulated engine requires (vLLM's choice), and llama-benchy's command line, whic
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,8 @@ from cockpit.api_key import auth_headers, endpoint_api_key, lane_api_key
 from cockpit.bench.benchy_process import KEY_ENV, benchy_argv, key_launcher
 from cockpit.bench.driver import DriverConfig
 from cockpit.bench.models import PointSpec
+from cockpit.cli.sim_cmds import demo_lane
+from cockpit.config.inventory import PROJECT_RECIPES
 from cockpit.errors import InputError
 from cockpit.redact import redact
 from cockpit_sim.engine.args import parse
@@ -81,3 +84,12 @@ def test_the_launcher_hands_the_key_to_the_program_s_own_argv(tmp_path: Path) ->
     )
     assert done.stdout.splitlines() == [str(["--pp", "64", "--api-key", KEY]), "None"]
     assert KEY not in " ".join(argv)
+
+
+def test_the_demo_s_load_gets_its_lane_s_key(tmp_path: Path) -> None:
+    inv = tmp_path / "inv"
+    shutil.copytree(PROJECT_RECIPES, inv)
+    recipe = inv / "qwen3-0.6b-2x.toml"
+    recipe.write_text(recipe.read_text().replace("[env]\n", f'[env]\nVLLM_API_KEY = "{KEY}"\n', 1))
+    demo = demo_lane(inv, "qwen3-0.6b-2x@2nodes-dac")
+    assert (demo.lane.lane, demo.api_key) == ("qwen3-0.6b-2x", KEY) and KEY not in repr(demo)
