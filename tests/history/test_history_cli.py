@@ -137,6 +137,9 @@ def test_a_figure_not_measured_is_a_dash_in_a_table(state: Path) -> None:
         (("ops", "--since", "yesterday"),
          "error: --since 'yesterday': give a duration such as 2h, 1d or 1h30m, or a time such as "
          "2026-12-04 or 2026-12-04T08:00Z"),
+        (("ops", "--since", "0001-01-01"),
+         "error: --since '0001-01-01': give a duration such as 2h, 1d or 1h30m, or a time such "
+         "as 2026-12-04 or 2026-12-04T08:00Z"),  # a time before any clock: was a traceback
         (("opz",), "error: no command 'history opz'; did you mean 'history ops'?"),
     ],
 )  # fmt: skip
