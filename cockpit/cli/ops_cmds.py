@@ -56,6 +56,22 @@ class EventPrinter:
         self.tasks: dict[tuple[str, str], TaskID] = {}
         self.exit_code = 0
 
+    def asking(self, ask: BreakLock) -> BreakLock:
+        """`ask` with the bars stopped while it waits for its answer: live, they would hold the
+        question back until a line ended and read its `[y/N]` as markup."""
+
+        async def paused(node: str, lock: NodeLock) -> bool:
+            live = bool(self.tasks)
+            if live:
+                self.bars.stop()
+            try:
+                return await ask(node, lock)
+            finally:
+                if live:
+                    self.bars.start()
+
+        return paused
+
     def _bar(self, step: str, node: str | None) -> TaskID:
         key = (step, node or "")
         if not self.tasks:
@@ -202,6 +218,8 @@ async def _run(
     async with pool_for(inventory, one_shot=True) as pool:  # no next attempt to announce
         inflight = InFlight(pool, inventory)  # every other cockpit sees it on the nodes
         try:
+            if breaker is not None and isinstance(printer, EventPrinter):
+                breaker = printer.asking(breaker)
             async for event in make(OpContext(inventory, pool, break_lock=breaker)):
                 printer.show(event)
                 recording.observe(event)

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import pty
 import re
+import select
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -23,7 +29,6 @@ from cockpit.ops.launch import launch
 from cockpit.ops.locks import LEASE, Lease, NodeLocks, new_record
 from cockpit.ops.stop import stop
 from cockpit.ssh import SshPool
-from cockpit_sim.fleet import SimFleet
 from tests.ops.conftest import BOOT_TIMEOUT, QWEN, Cockpit, containers, finished, run
 from tests.ops.test_ops_fleet import cockpit_cli
 
@@ -56,9 +61,11 @@ async def plant_lock(pool: SshPool, node: str, content: str, age_s: int = 0) -> 
 
 
 @pytest.fixture(autouse=True)
-def no_lock_left(fleet: SimFleet) -> Iterator[None]:
-    """Every lock a test planted or left is gone before the next test of the module."""
+def no_lock_left(cockpit: Cockpit) -> Iterator[None]:
+    """Every lock a test planted or left is gone before the cockpit's clean-up stop and the
+    next test of the module."""
     yield
+    fleet = cockpit.fleet
     for node in fleet.names:
         for lock in (fleet.node_dir(node) / "home" / ".cockpit" / "locks").glob("*.lock"):
             lock.unlink()
@@ -215,3 +222,54 @@ async def test_status_shows_every_cockpits_lock(cockpit: Cockpit, state_dir: Pat
     assert lock["holder"] == "alice@ops-laptop" and lock["operation"] == "launch"
     assert lock["lane"] == "mimo-v2-flash" and lock["stale"] is None and lock["age_s"] < 30
     assert nodes["dgx2"]["lock"]["stale"] and nodes["dgx3"]["lock"] is None
+
+
+def answer_on_a_terminal(
+    argv: list[str], env: dict[str, str], question: bytes, answer: bytes
+) -> tuple[int, str]:
+    """Run `argv` on a pseudo-terminal; once `question` is on its screen, type `answer`.
+    Returns the exit code and everything the screen showed."""
+    main, side = pty.openpty()
+    proc = subprocess.Popen(argv, stdin=side, stdout=side, stderr=side, env=env)
+    os.close(side)
+    screen, deadline = b"", time.monotonic() + 60
+    try:
+        while question not in screen:
+            assert time.monotonic() < deadline, screen.decode(errors="replace")
+            if select.select([main], [], [], 1)[0]:
+                screen += os.read(main, 65536)
+        os.write(main, answer)
+        while proc.poll() is None or select.select([main], [], [], 0.2)[0]:
+            if select.select([main], [], [], 0.2)[0]:
+                try:
+                    screen += os.read(main, 65536)
+                except OSError:  # the terminal's other side closed with the process
+                    break
+        return proc.wait(timeout=60), screen.decode(errors="replace")
+    finally:
+        os.close(main)
+        if proc.poll() is None:
+            proc.kill()
+
+
+async def test_break_lock_asks_on_a_terminal_showing_whose_and_no_changes_nothing(
+    cockpit: Cockpit, state_dir: Path
+) -> None:
+    fleet = cockpit.fleet
+    image = fleet.images("dgx2")[0]["Id"]
+    started = await cockpit.pool.run("dgx2", [
+        "docker", "run", "-d", "--name", "held-dgx2", "--label", f"cockpit.lane={QWEN}",
+        "--entrypoint", "sleep", image, "600",
+    ])  # fmt: skip
+    assert started.ok, started.stderr
+    await plant_lock(cockpit.pool, "dgx2", foreign_lock(since=4e9))
+    argv = [sys.executable, "-m", "cockpit", "--inventory", str(fleet.inventory_dir),
+            "stop", "--lane", QWEN, "--break-lock"]  # fmt: skip
+    env = {**os.environ, "COLUMNS": "200", "COCKPIT_STATE_DIR": str(state_dir)}
+    question = b"Break this lock? [y/N]: "
+    code, screen = await asyncio.to_thread(answer_on_a_terminal, argv, env, question, b"n\n")
+    assert code == 2, screen
+    assert "dgx2 is locked: held by alice@ops-laptop since 2096-" in screen.split("Break")[0]
+    assert "not broken: not confirmed" in screen
+    assert len(containers(fleet, "dgx2")) == 1
+    assert FOREIGN["token"] in await lock_files(cockpit.pool, "dgx2")
