@@ -82,6 +82,13 @@ class InFlight:
         if self._task is None:
             self._task = asyncio.create_task(self._loop())
 
+    def ended(self, run: object) -> None:
+        """Operation `run` is over, whatever way (cancelled without its Finished too)."""
+        current = self._runs.get(run)
+        if current is not None and not current.ended:
+            current.ended = True
+            self._changed.set()
+
     async def aclose(self) -> None:
         """Stop writing; remove every record still on a node (bounded by `WRITE_TIMEOUT_S`)."""
         if self._task is not None:

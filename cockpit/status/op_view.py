@@ -8,12 +8,12 @@ operation whose records are not renewed for a lease is stale: its cockpit is gon
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from cockpit.ops.locks import LEASE
-from cockpit.ops.op_records import OpRecord, parse_records
+from cockpit.ops.op_records import OpOnNode, OpRecord, parse_records
 from cockpit.status.probe import NodeFacts
 
 
@@ -41,18 +41,25 @@ class OpInFlight:
         return text
 
 
-def operations(facts: Mapping[str, NodeFacts], now: float) -> tuple[OpInFlight, ...]:
-    """The operations the nodes record, oldest first."""
+def merged(seen: Iterable[tuple[str, OpOnNode, float]]) -> tuple[OpInFlight, ...]:
+    """(node, record as read there, seconds since that read) → one entry per operation, oldest
+    first."""
     found: dict[str, tuple[OpRecord, list[str], float]] = {}
-    for node, node_facts in facts.items():
-        if node_facts.ops is None or node_facts.ops_at is None:
-            continue
-        read_ago = max(now - node_facts.ops_at, 0.0)
-        for seen in parse_records(node, node_facts.ops):
-            age = seen.age_s + read_ago
-            record, nodes, best = found.get(seen.record.id, (seen.record, [], age))
-            if age <= best:
-                record, best = seen.record, age
-            found[seen.record.id] = (record, [*nodes, node], best)
+    for node, on_node, read_ago in seen:
+        age = on_node.age_s + max(read_ago, 0.0)
+        record, nodes, best = found.get(on_node.record.id, (on_node.record, [], age))
+        if age <= best:
+            record, best = on_node.record, age
+        found[on_node.record.id] = (record, [*nodes, node], best)
     ops = [OpInFlight(r, tuple(nodes), age) for r, nodes, age in found.values()]
     return tuple(sorted(ops, key=lambda op: (op.record.since, op.record.id)))
+
+
+def operations(facts: Mapping[str, NodeFacts], now: float) -> tuple[OpInFlight, ...]:
+    """The operations the nodes record, oldest first."""
+    return merged(
+        (node, on_node, now - f.ops_at)
+        for node, f in facts.items()
+        if f.ops is not None and f.ops_at is not None
+        for on_node in parse_records(node, f.ops)
+    )

@@ -39,6 +39,7 @@ from cockpit.tui.theming import DEFAULT_THEME, THEMES_DIR, load_themes
 
 if TYPE_CHECKING:
     from cockpit.history.recorder import Recorder
+    from cockpit.ops.inflight import InFlight
     from cockpit.tui.demo import Demo
 
 TEXTUAL_DUPLICATES = frozenset({"Theme", "Maximize", "Minimize", "Keys"})
@@ -70,6 +71,7 @@ class CockpitApp(App[None]):
         demo: Demo | None = None,
         recorder: Recorder | None = None,
         past_source: str | None = None,
+        inflight: InFlight | None = None,
     ) -> None:
         super().__init__()
         self.store = Store(inventory, baselines, settings.slo)
@@ -82,6 +84,7 @@ class CockpitApp(App[None]):
         self.persist_theme = persist_theme
         self.demo = demo
         self.recorder = recorder  # the history store's; it only queues rows (`cockpit.history`)
+        self.inflight = inflight  # records this cockpit's operations on their nodes
         self.past_source = past_source  # a Prometheus URL `h` reads the past from, else the store
         self._sampled_at = float("-inf")
         self._history_problem: str | None = None
@@ -151,11 +154,15 @@ class CockpitApp(App[None]):
         self._apply(message.update)
         if self.recorder is not None:
             self.recorder.observe(message.update.run, message.update.event)
+        if self.inflight is not None:
+            self.inflight.observe(message.update.event, message.update.run)
 
     def on_op_finished(self, message: OpFinished) -> None:
         self._apply(message.ended)
         if self.recorder is not None:
             self.recorder.ended(message.ended.run, message.ended.why)
+        if self.inflight is not None:
+            self.inflight.ended(message.ended.run)
 
     def _apply(self, item: StoreInput) -> None:
         self.store.apply(item)

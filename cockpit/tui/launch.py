@@ -70,22 +70,28 @@ async def fleet_app(
     the caller runs it (`run_async`, or `run_test` headless)."""
     async with early_fleet_feed(inventory, pool) as feed:
         from cockpit.ops.context import OpContext
+        from cockpit.ops.inflight import InFlight
         from cockpit.tui.app import CockpitApp
         from cockpit.tui.fleet_ops import FleetOperations, report_baselines
 
         operations = FleetOperations(OpContext(inventory, pool), reports_dir, tokenizer_dir)
-        yield CockpitApp(
-            inventory,
-            feeds=[feed],
-            operations=None if readonly else operations,
-            settings=settings,
-            readonly=readonly,
-            baselines=report_baselines(reports_dir, inventory),
-            persist_theme=persist_theme,
-            demo=demo,
-            recorder=recorder,
-            past_source=past_source,
-        )
+        inflight = InFlight(pool, inventory)  # every other cockpit sees this one's operations
+        try:
+            yield CockpitApp(
+                inventory,
+                feeds=[feed],
+                operations=None if readonly else operations,
+                settings=settings,
+                readonly=readonly,
+                baselines=report_baselines(reports_dir, inventory),
+                persist_theme=persist_theme,
+                demo=demo,
+                recorder=recorder,
+                past_source=past_source,
+                inflight=inflight,
+            )
+        finally:
+            await inflight.aclose()
 
 
 def viewer_app(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import socket
 import time
 from collections import deque
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from cockpit.config import Inventory
 from cockpit.errors import CockpitError
+from cockpit.ops.op_records import OpOnNode, parse_records
 from cockpit.ops.ownership import Alive, holder_check
 from cockpit.pids import pid_exists
 from cockpit.plan import plan_lane
@@ -88,6 +90,14 @@ def lane_containers(
     return out
 
 
+def others_on(node: str, facts: NodeFacts) -> tuple[OpOnNode, ...]:
+    """The operations in flight `node` records, but this process's own (the Operations pane
+    shows those from their events)."""
+    mine = (socket.gethostname(), os.getpid())
+    records = parse_records(node, facts.ops or "")
+    return tuple(r for r in records if (r.record.host, r.record.pid) != mine)
+
+
 def local_holder_check() -> Alive:
     """Whether a lock's holder is gone, as this host can tell (its own pids, every lease)."""
     return holder_check(socket.gethostname(), pid_exists)
@@ -128,6 +138,7 @@ def node_input(
         ranks_known=facts.containers is not None,
         host=facts.host_load(),
         lock=node_lock(node, facts, now),
+        ops=others_on(node, facts),
     )
 
 

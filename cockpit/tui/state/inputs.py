@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cockpit.events import OpEvent
+from cockpit.ops.op_records import OpOnNode
 from cockpit.status.lock_view import LockView
 from cockpit.telemetry.gpu import GpuSample, MemoryView
 from cockpit.telemetry.host import HostLoad
@@ -42,6 +43,7 @@ class NodeSampled:
     ranks_known: bool = True  # False until the node's container list came: no ranks ≠ none
     host: HostLoad | None = None  # CPU, links and swap (`telemetry.host`), from the slow round
     lock: LockView | None = None  # whoever holds the node's lock (any cockpit's)
+    ops: tuple[OpOnNode, ...] = ()  # other cockpits' operations in flight recorded there
 
 
 @dataclass(frozen=True)

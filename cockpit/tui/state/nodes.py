@@ -47,6 +47,7 @@ def node_view(name: str, node: NodeRecord, now: float) -> NodeView:
         ranks_known=last.ranks_known if last else False,
         host=last.host if last else None,
         lock=last.lock if last else None,
+        ops=last.ops if last else (),
     )
 
 

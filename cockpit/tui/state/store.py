@@ -126,7 +126,10 @@ class Store:
                 same = before is not None and (before.ranks, before.ranks_known, before.images) == (
                     item.ranks, item.ranks_known, item.images
                 )  # fmt: skip
-                return frozenset({Part.NODES}) if same and lost is None else LISTED | {Part.NODES}
+                others = {Part.OPS} if (before.ops if before else ()) != item.ops else set()
+                if same and lost is None:
+                    return frozenset({Part.NODES, *others})
+                return LISTED | {Part.NODES, *others}
             case NodeLost():
                 node = self._nodes.setdefault(item.node, NodeRecord())
                 node.lost_since = node.lost_since if node.lost else item.at

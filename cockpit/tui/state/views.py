@@ -7,8 +7,10 @@ from enum import StrEnum
 from typing import NamedTuple
 
 from cockpit.errors import EXIT_REFUSED
+from cockpit.ops.op_records import OpOnNode
 from cockpit.ops.ownership import stop_fix
 from cockpit.status.lock_view import LockView
+from cockpit.status.op_view import OpInFlight, merged
 from cockpit.telemetry.boot import BootState
 from cockpit.telemetry.gpu import GpuSample, MemoryView
 from cockpit.telemetry.host import HostLoad
@@ -59,6 +61,7 @@ class NodeView:
     ranks_known: bool = True  # its container list came (a first GPU sample comes before it)
     host: HostLoad | None = None
     lock: LockView | None = None  # whoever holds its lock, as last read
+    ops: tuple[OpOnNode, ...] = ()  # other cockpits' operations recorded there, as last read
 
 
 @dataclass(frozen=True)
@@ -252,6 +255,10 @@ class FleetSnapshot:
 
     def lane(self, key: str) -> LaneView | None:
         return next((lane for lane in self.lanes if lane.key == key), None)
+
+    def others(self) -> tuple[OpInFlight, ...]:
+        """Other cockpits' operations in flight, as the nodes record them (one per operation)."""
+        return merged((n.name, op, n.age_s or 0.0) for n in self.nodes for op in n.ops)
 
     def launching(self) -> OpView | None:
         """The newest running launch or switch: the lane whose boot the Log pane follows."""

@@ -10,6 +10,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 
 from cockpit.bench.models import depth_label
+from cockpit.status.op_view import OpInFlight
 from cockpit.tui.render import bar, num
 from cockpit.tui.state.parts import Part
 from cockpit.tui.state.views import BenchRow, FleetSnapshot, OpView, fmt_duration
@@ -28,12 +29,29 @@ NO_OP_HINT = "no operation yet: l launch · s stop · y sync · b bench · w swi
 READONLY_NO_OP = "no operation yet: read-only, this cockpit only watches"
 
 
-def op_lines(ops: tuple[OpView, ...], now: float, colours: Palette, readonly: bool = False) -> Text:
-    if not ops:  # the keys it names are off in a read-only session
+def op_lines(
+    ops: tuple[OpView, ...],
+    now: float,
+    colours: Palette,
+    readonly: bool = False,
+    others: tuple[OpInFlight, ...] = (),
+) -> Text:
+    """This cockpit's operations, then other cockpits' in flight (as their nodes record them)."""
+    if not ops and not others:  # the keys it names are off in a read-only session
         return Text(READONLY_NO_OP if readonly else NO_OP_HINT, style=colours.muted)
     out = Text()
-    for i, op in enumerate(ops):
+    for i, other in enumerate(others):
         if i:
+            out.append("\n")
+        r = other.record
+        out.append("▷ ", style=colours.warn if other.stale else colours.accent)
+        out.append(f"{r.what} ", style="bold")
+        out.append(f"by {r.holder} {fmt_duration(max(now - r.since, 0.0))}")
+        out.append(f" {r.step}" if r.step else "")
+        if other.stale:
+            out.append(f" · stale: not renewed for {other.age_s:.0f} s", style=colours.warn)
+    for i, op in enumerate(ops):
+        if i or others:
             out.append("\n")
         where = "@".join(part for part in (op.lane, op.cluster) if part)
         if op.running:
@@ -180,11 +198,13 @@ class OpsPane(Pane):
 
     def show(self, snap: FleetSnapshot, ctx: ViewContext) -> None:
         running = sum(1 for op in snap.ops if op.running)
-        key = (snap.ops, self.app.theme, int(snap.at) if running else 0)  # elapsed ticks by second
+        others = snap.others()
+        ticks = int(snap.at) if running or others else 0  # elapsed ticks by second
+        key = (snap.ops, others, self.app.theme, ticks)
         if key == self._shown:
             return
         self._shown = key
-        ops = op_lines(snap.ops, snap.at, palette_of(self.app), self.readonly)
+        ops = op_lines(snap.ops, snap.at, palette_of(self.app), self.readonly, others)
         self.query_one(Body).update(ops)
         self.retitle(subtitle=f"{running} running · x cancels" if running else "")
 
