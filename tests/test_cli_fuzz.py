@@ -1,6 +1,7 @@
 """A fuzz run of hostile or broken input (issue 31): generated values for every numeric option of
 every command, hostile names for every option that names a recipe, cluster, lane or endpoint,
-and a hostile value in every field of the inventory and its recipes.
+a hostile value in every field of the inventory and its recipes, and hostile `--since` moments
+(260 inputs, about 15 s).
 
 Each is held to the same contract: stderr is one line (a broken inventory: one line per problem,
 each naming its file), the exit code is 2, there is no traceback, and no SSH connection is opened
@@ -19,7 +20,7 @@ from pathlib import Path
 import click
 import pytest
 import tomlkit
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from cockpit.cli.bounds import Bounded
@@ -272,3 +273,29 @@ def test_fuzz_inventory_and_recipe_fields(
             assert any(line.startswith("error: ") for line in rendered.stderr.splitlines())
     finally:
         path.write_text(original)
+
+
+SINCE = st.one_of(
+    st.sampled_from([
+        "0001-01-01", "9999-12-31T23:59:59", "-1h", "1e9h", "nan", "inf", "9" * 400 + "d",
+        "2026-02-30", "2026-12-04T25:00Z", "1h30", "", " ", "\x1b[2J",
+    ]),
+    st.text(max_size=24).filter(lambda t: "\x00" not in t),
+)  # fmt: skip
+
+
+@settings(FUZZ, max_examples=40)
+@given(command=st.sampled_from(["ops", "boots", "benches"]), since=SINCE)
+@example(command="ops", since="0001-01-01")  # was a ValueError traceback
+def test_fuzz_history_since(
+    command: str,
+    since: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A moment to read the history from: a table (of nothing) or one line, exit 2."""
+    monkeypatch.setenv("COCKPIT_STATE_DIR", str(tmp_path_factory.mktemp("state")))
+    ran = run_main("history", command, f"--since={since}", capsys=capsys)
+    if ran.code != 0:
+        assert_refused(ran, "--since")
