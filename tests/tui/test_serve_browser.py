@@ -41,7 +41,15 @@ from PIL import Image
 from cockpit.cli.serve_cmd import served_command
 from cockpit_sim.fleet import SimFleet
 from tests.cli_runner import run_cockpit
-from tests.tui.served import ANSI, NODE_ROW, apps, descendants, free_port, wait_port
+from tests.tui.served import (
+    ANSI,
+    NODE_ROW,
+    apps,
+    descendants,
+    free_port,
+    serve_argv,
+    wait_port,
+)
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 WIDTH, HEIGHT = 1600, 1000
@@ -177,15 +185,67 @@ async def _foreign_page_verdict(page: Page, port: int) -> str:
         site = web.TCPSite(runner, "127.0.0.1", free_port())
         await site.start()
         await page.call("Page.navigate", url=site.name + "/")
-        deadline = time.monotonic() + 20
-        while True:
-            answer = await page.call("Runtime.evaluate", expression="window.verdict")
-            verdict = answer.get("result", {}).get("value")
-            if verdict in ("open", "refused") or time.monotonic() > deadline:
-                return str(verdict)
-            await asyncio.sleep(0.2)
+        return str(await _evaluated(page, "window.verdict", lambda v: v in ("open", "refused")))
     finally:
         await runner.cleanup()
+
+
+async def _chromium_page(
+    processes: Callable[..., subprocess.Popen[bytes]], tmp_path: Path
+) -> tuple[aiohttp.ClientSession, Page]:
+    """Headless Chromium (loopback only) and its tab over DevTools, network and page events on."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Debian's chromium is not installed (.ci/run installs it)")
+    profile = tmp_path / "chromium-profile"
+    chromium = processes(
+        "chromium",
+        CHROMIUM,
+        "--headless=new",
+        "--no-sandbox",  # the tests run as root
+        "--disable-gpu",
+        # loopback only, whatever asks (an IP address is looked up too: each one named)
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE 127.0.0.2",
+        f"--window-size={WIDTH},{HEIGHT}",
+        f"--user-data-dir={profile}",
+        "--remote-debugging-address=127.0.0.1",
+        "--remote-debugging-port=0",
+        "about:blank",
+    )
+    devtools = await asyncio.to_thread(_devtools_port, profile, chromium)
+    session, page = await _devtools_page(devtools)
+    await page.call("Network.enable")
+    await page.call("Page.enable")
+    await page.call(
+        "Emulation.setDeviceMetricsOverride",
+        width=WIDTH,
+        height=HEIGHT,
+        deviceScaleFactor=1,
+        mobile=False,
+    )
+    return session, page
+
+
+async def _live_rows(page: Page, nodes: tuple[str, ...] = ("dgx1", "dgx2")) -> str:
+    """The page's terminal stream once it holds every node's live row."""
+    deadline = time.monotonic() + 90
+    rows = [re.compile(NODE_ROW.format(node=n)) for n in nodes]
+    while True:
+        text = page.text()
+        if all(row.search(text) for row in rows):
+            return text
+        assert time.monotonic() < deadline, f"no live node rows in the page: {text[-3000:]}"
+        await asyncio.sleep(0.5)
+
+
+async def _evaluated(page: Page, expression: str, until: Callable[[Any], bool]) -> Any:
+    """The value of `expression` in the page once `until` holds for it (20 s at most)."""
+    deadline = time.monotonic() + 20
+    while True:
+        answer = await page.call("Runtime.evaluate", expression=expression)
+        value = answer.get("result", {}).get("value")
+        if until(value) or time.monotonic() > deadline:
+            return value
+        await asyncio.sleep(0.2)
 
 
 def _containers(fleet: SimFleet) -> str:
@@ -203,8 +263,6 @@ async def test_headless_chromium_shows_the_readonly_nodes_pane_with_live_figures
     processes: Callable[..., subprocess.Popen[bytes]],
     tmp_path: Path,
 ) -> None:
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Debian's chromium is not installed (.ci/run installs it)")
     fleet = fleet_factory(2)
     port = free_port()
     server = processes(
@@ -221,45 +279,13 @@ async def test_headless_chromium_shows_the_readonly_nodes_pane_with_live_figures
     await asyncio.to_thread(wait_port, port, server, 60)
     assert descendants(server.pid) == {}  # no app before a browser connects
 
-    profile = tmp_path / "chromium-profile"
-    chromium = processes(
-        "chromium",
-        CHROMIUM,
-        "--headless=new",
-        "--no-sandbox",  # the tests run as root
-        "--disable-gpu",
-        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",  # loopback only, whatever asks
-        f"--window-size={WIDTH},{HEIGHT}",
-        f"--user-data-dir={profile}",
-        "--remote-debugging-address=127.0.0.1",
-        "--remote-debugging-port=0",
-        "about:blank",
-    )
-    devtools = await asyncio.to_thread(_devtools_port, profile, chromium)
-    session, page = await _devtools_page(devtools)
+    session, page = await _chromium_page(processes, tmp_path)
     try:
-        await page.call("Network.enable")
-        await page.call("Page.enable")
-        await page.call(
-            "Emulation.setDeviceMetricsOverride",
-            width=WIDTH,
-            height=HEIGHT,
-            deviceScaleFactor=1,
-            mobile=False,
-        )
         assert await _foreign_page_verdict(page, port) == "refused"
         assert descendants(server.pid) == {}  # another site's page started nothing
 
         await page.call("Page.navigate", url=f"http://127.0.0.1:{port}/")
-
-        deadline = time.monotonic() + 90
-        rows = [re.compile(NODE_ROW.format(node=n)) for n in ("dgx1", "dgx2")]
-        while True:
-            text = page.text()
-            if all(row.search(text) for row in rows):
-                break
-            assert time.monotonic() < deadline, f"no live node rows in the page: {text[-3000:]}"
-            await asyncio.sleep(0.5)
+        text = await _live_rows(page)
         (tmp_path / "page.txt").write_text(text)  # beside the screenshot, to look at
 
         served = apps(server)
@@ -303,3 +329,38 @@ async def test_headless_chromium_shows_the_readonly_nodes_pane_with_live_figures
     lines = sum(1 for y in range(1, HEIGHT) if bright_rows[y] and not bright_rows[y - 1])
     share = sum(p > 128 for p in grey) / len(grey)
     assert lines >= 10 and 0.002 < share < 0.4, f"{lines} lines of text, {share:.3f} bright"
+
+
+@pytest.mark.slow
+async def test_chromium_reaches_a_view_beyond_loopback_with_its_token_only(
+    fleet_factory: Callable[..., SimFleet],
+    processes: Callable[..., subprocess.Popen[bytes]],
+    tmp_path: Path,
+) -> None:
+    """`--allow-remote` on 127.0.0.2 (nothing leaves this machine): without the token the page
+    is refused and nothing starts; with `?token=` once, Chromium is redirected to `/` holding a
+    cookie its scripts cannot read, and its websocket (the cookie sent with it) gets the app."""
+    fleet = fleet_factory(2)
+    host = "127.0.0.2"
+    port = free_port(host)
+    base = f"http://{host}:{port}"
+    server = processes("serve", *serve_argv(fleet, f"{host}:{port}", "--allow-remote"))
+    await asyncio.to_thread(wait_port, port, server, 60, host)
+    token = (tmp_path / "state" / f"serve-{host}-{port}.token").read_text().strip()
+    session, page = await _chromium_page(processes, tmp_path)
+    try:
+        await page.call("Page.navigate", url=f"{base}/")
+        body = "document.body ? document.body.innerText : ''"
+        refused = await _evaluated(page, body, lambda v: bool(v))
+        assert "needs its token" in refused
+        assert descendants(server.pid) == {}
+
+        await page.call("Page.navigate", url=f"{base}/?token={token}")
+        await _live_rows(page)
+        assert await _evaluated(page, "location.href", lambda v: True) == f"{base}/"
+        assert await _evaluated(page, "document.cookie", lambda v: True) == ""  # HttpOnly
+        assert len(apps(server)) == 1
+    finally:
+        page.reader.cancel()
+        await page.ws.close()
+        await session.close()
