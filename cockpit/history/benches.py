@@ -12,8 +12,9 @@ from cockpit.history.records import BenchRow
 
 def bench_row(report: Report, path: Path) -> BenchRow:
     """tg and pp at c1 and tg at c2 of the shallowest measured depth, and tg at c1 of the
-    deepest: what an operator reads first in the report's table."""
-    measured = [p for p in report.points if not p.skipped]
+    deepest: what an operator reads first in the report's table. A point is measured when it has
+    a figure: one whose every request failed, or whose decode was not observable, is not."""
+    measured = [p for p in report.points if p.tg is not None or p.pp is not None]
     depths = sorted({p.spec.depth for p in measured})
     shallow, deep = (depths[0], depths[-1]) if depths else (None, None)
 
