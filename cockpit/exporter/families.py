@@ -18,6 +18,7 @@ from prometheus_client.registry import Collector
 from cockpit.bench.models import Report
 from cockpit.ops.locks import LEASE
 from cockpit.status.model import Health, NodeRow
+from cockpit.status.op_view import OpInFlight
 from cockpit.tui.state.views import EngineView, FleetSnapshot, LanePhase, NodeHealth, lane_key
 
 MIB = 1024**2
@@ -52,6 +53,7 @@ class ExportSnapshot:
     nodes: tuple[NodeRow, ...] = ()
     fleet: FleetSnapshot | None = None
     bench: tuple[BenchHeadline, ...] = ()
+    operations: tuple[OpInFlight, ...] = ()  # every cockpit's, as the nodes record them
 
 
 def bench_headlines(reports: Iterable[Report]) -> tuple[BenchHeadline, ...]:
@@ -331,9 +333,34 @@ def bench_families(headlines: Sequence[BenchHeadline]) -> list[Metric]:
     ]
 
 
+def operation_families(ops: Sequence[OpInFlight]) -> list[Metric]:
+    labels = ["id", "op", "lane", "cluster", "holder"]
+
+    def key(op: OpInFlight) -> tuple[str, ...]:
+        r = op.record
+        return (r.id, r.op, r.lane, r.cluster, r.holder)
+
+    return [
+        _gauge(
+            "cockpit_operation_in_flight",
+            "1 while an operation (any cockpit's) is recorded on its nodes, 0 once its record is "
+            f"stale (not renewed for {LEASE.seconds:g} s: its cockpit is gone).",
+            labels,
+            ((key(op), 0.0 if op.stale else 1.0) for op in ops),
+        ),
+        _gauge(
+            "cockpit_operation_started_timestamp_seconds",
+            "When the operation started (Unix seconds, its cockpit's clock).",
+            labels,
+            ((key(op), op.record.since) for op in ops),
+        ),
+    ]
+
+
 def families(snapshot: ExportSnapshot) -> list[Metric]:
     lanes = lane_families(snapshot.fleet) if snapshot.fleet is not None else []
-    return [*node_families(snapshot.nodes), *lanes, *bench_families(snapshot.bench)]
+    ops = operation_families(snapshot.operations)
+    return [*node_families(snapshot.nodes), *lanes, *bench_families(snapshot.bench), *ops]
 
 
 class SnapshotCollector(Collector):

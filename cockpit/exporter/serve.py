@@ -99,7 +99,7 @@ async def export(
                 now = time.time()
                 nodes = fleet_status(poller.links(), poller.facts(), (), now, pace.stale_after_s)
                 fleet = store.snapshot(now)
-                collector.latest = ExportSnapshot(nodes.rows, fleet, bench)
+                collector.latest = ExportSnapshot(nodes.rows, fleet, bench, nodes.operations)
                 if recorder is not None:
                     recorder.sample(lane_readings(fleet), node_readings(fleet), now)
                 await asyncio.sleep(publish_s)

@@ -17,8 +17,10 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from cockpit.bench.artifacts import save_report
 from cockpit.exporter.families import ExportSnapshot, SnapshotCollector, bench_headlines
 from cockpit.exporter.serve import read_headlines
+from cockpit.ops.op_records import OpRecord
 from cockpit.status.lock_view import LockView
 from cockpit.status.model import Health, NodeRow
+from cockpit.status.op_view import OpInFlight
 from cockpit.telemetry.boot import BootState
 from cockpit.telemetry.gpu import MemoryView
 from cockpit.telemetry.host import HostLoad
@@ -178,3 +180,21 @@ def test_promtool_finds_the_node_families_clean() -> None:
         [promtool, "check", "metrics"], input=text, capture_output=True, text=True, check=False
     )
     assert checked.returncode == 0 and not checked.stdout + checked.stderr, checked
+
+
+def test_every_cockpits_operation_in_flight_is_a_series() -> None:
+    """Issue 31: other cockpits' operations appeared nowhere; a stale one (its cockpit gone)
+    reads 0."""
+    live = OpRecord(
+        "a1", "alice", "ops-laptop", 7, "bench", LANE, "2nodes-dac", 1700.0, "point 1/4"
+    )
+    dead = OpRecord("b2", "bob", "deck", 9, "launch", "other", "2nodes-dac", 1600.0)
+    ops = (OpInFlight(live, ("dgx1",), 3.0), OpInFlight(dead, ("dgx1", "dgx2"), 300.0))
+    served = _served(ExportSnapshot(operations=ops))
+    alice = (("cluster", "2nodes-dac"), ("holder", "alice@ops-laptop"), ("id", "a1"))
+    alice += (("lane", LANE), ("op", "bench"))
+    bob = (("cluster", "2nodes-dac"), ("holder", "bob@deck"), ("id", "b2"), ("lane", "other"))
+    bob += (("op", "launch"),)
+    assert served[("cockpit_operation_in_flight", alice)] == 1.0
+    assert served[("cockpit_operation_in_flight", bob)] == 0.0
+    assert served[("cockpit_operation_started_timestamp_seconds", alice)] == 1700.0
