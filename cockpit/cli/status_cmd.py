@@ -61,7 +61,9 @@ async def _collect(
                 node: watcher.orphans(node, facts[node], gone, partial(poller.refresh, node))
                 for node in facts
             }
-            return fleet_status(poller.links(), facts, wanted, now, pace.stale_after_s, orphans)
+            return fleet_status(
+                poller.links(), facts, wanted, now, pace.stale_after_s, orphans, gone
+            )
 
         if not watch:
             idle = inventory.ssh.connect_timeout + FIRST_ROUND_IDLE_S

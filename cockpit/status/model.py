@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
-from cockpit.ops.ownership import stop_fix
+from cockpit.ops.ownership import Alive, stop_fix
 from cockpit.ssh.state import Link, NodeState
-from cockpit.status.lock_view import LockView, node_lock
+from cockpit.status.lock_view import LEASE_ONLY, LockView, node_lock
 from cockpit.status.op_view import OpInFlight, operations
 from cockpit.status.orphans import Orphans
 from cockpit.status.probe import NodeFacts
@@ -145,9 +145,11 @@ def node_row(
     now: float,
     stale_after: float,
     orphans: Orphans | None = None,
+    gone: Alive = LEASE_ONLY,
 ) -> NodeRow:
     """One node's row; values are the last known ones even when STALE or DOWN. `orphans`: the
-    node's confirmed ones (`cockpit.status.orphans`; without, none is told)."""
+    node's confirmed ones (`cockpit.status.orphans`; without, none is told); `gone` judges its
+    lock (default: the lease alone)."""
     health, detail = _health(link, facts, now, stale_after)
     gpu = facts.gpus[min(facts.gpus)] if facts.gpus else None
     containers = (
@@ -173,7 +175,7 @@ def node_row(
         containers=containers,
         failed=tuple(f"{tag} exit {code}" for tag, code in sorted(facts.failed.items())),
         host=facts.host_load(),
-        lock=node_lock(node, facts, now),
+        lock=node_lock(node, facts, now, gone),
     )
 
 
@@ -303,12 +305,15 @@ def fleet_status(
     now: float,
     stale_after: float = 5.0,
     orphans: Mapping[str, Orphans] | None = None,
+    gone: Alive = LEASE_ONLY,
 ) -> FleetStatus:
     """The whole status for the nodes of `links` (in their order); `orphans`: node → its
-    confirmed orphans."""
+    confirmed orphans; `gone` judges the nodes' locks."""
     empty = NodeFacts()
     rows = tuple(
-        node_row(node, link, facts.get(node, empty), now, stale_after, (orphans or {}).get(node))
+        node_row(
+            node, link, facts.get(node, empty), now, stale_after, (orphans or {}).get(node), gone
+        )
         for node, link in links.items()
     )
     images = tuple(

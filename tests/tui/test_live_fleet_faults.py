@@ -19,6 +19,7 @@ import pytest
 
 from cockpit.config import Inventory, load_inventory
 from cockpit.events import Finished
+from cockpit.history.recorder import who
 from cockpit.ops.context import OpContext
 from cockpit.ops.launch import launch
 from cockpit.ssh import SshPool
@@ -117,7 +118,11 @@ async def test_a_launch_killed_mid_boot_is_orphaned_in_the_tui_and_s_stops_it(
             assert "never reached ready" in lane(snap).orphaned
             await pilot.pause(0.3)
             cells = {n.name: node_row(n, PLAIN)[2].plain for n in snap.nodes}
-            assert cells == {"dgx1": f"{QWEN}/r0 ORPHANED", "dgx2": f"{QWEN}/r1 ORPHANED"}
+            held = f" · stale lock of {who()} (launch {QWEN})"  # its launcher is gone here
+            assert cells == {
+                "dgx1": f"{QWEN}/r0 ORPHANED{held}",
+                "dgx2": f"{QWEN}/r1 ORPHANED{held}",
+            }
             foot = str(app.screen.query_one("#lanes").border_subtitle)
             assert foot == f"ORPHANED: s on its row stops it (cockpit stop --lane {QWEN})"
 

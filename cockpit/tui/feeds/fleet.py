@@ -36,7 +36,7 @@ from cockpit.ops.ownership import Alive, holder_check
 from cockpit.pids import pid_exists
 from cockpit.plan import plan_lane
 from cockpit.ssh import Link, NodeState, SshError, SshPool
-from cockpit.status.lock_view import node_lock
+from cockpit.status.lock_view import LEASE_ONLY, node_lock
 from cockpit.status.orphans import Orphans, OrphanWatch
 from cockpit.status.poller import FleetPoller
 from cockpit.status.probe import NodeFacts, Pace
@@ -110,11 +110,12 @@ def node_input(
     refs: Sequence[str],
     now: float,
     orphans: Orphans | None = None,
+    gone: Alive = LEASE_ONLY,
 ) -> StoreInput | None:
     """The store's view of one node's facts: a sample, a loss, or nothing yet. A loss is DOWN
     once the link is unreachable and a reconnect failed (a dropped connection that comes back at
     once is a short gap: STALE). `orphans`: as `lane_containers` tells them (without, none is
-    told)."""
+    told); `gone` judges the node's lock."""
     if facts.probe_error or link.link is Link.UNREACHABLE:
         retry = max(link.retry_at - time.monotonic(), 0.0) if link.retry_at else None
         down = link.link is Link.UNREACHABLE and link.failures > 0
@@ -137,7 +138,7 @@ def node_input(
         images,
         ranks_known=facts.containers is not None,
         host=facts.host_load(),
-        lock=node_lock(node, facts, now),
+        lock=node_lock(node, facts, now, gone),
         ops=others_on(node, facts),
     )
 
@@ -236,7 +237,7 @@ class FleetFeed:
                 self._seen[node] = seen
                 ask = partial(poller.refresh, node)
                 orphans = self._orphans.orphans(node, facts[node], gone, ask)
-                item = node_input(node, facts[node], links[node], self._refs, now, orphans)
+                item = node_input(node, facts[node], links[node], self._refs, now, orphans, gone)
                 if item is not None:
                     batch.append(item)
             for name, rank in lane_containers(facts[node]):
