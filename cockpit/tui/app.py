@@ -68,13 +68,14 @@ class CockpitApp(App[None]):
         theme_dirs: Iterable[Path] = (THEMES_DIR,),
         persist_theme: bool = True,
         baselines: Mapping[str, Mapping[tuple[int, int], float]] | None = None,
+        headlines: Mapping[str, str] | None = None,
         demo: Demo | None = None,
         recorder: Recorder | None = None,
         past_source: str | None = None,
         inflight: InFlight | None = None,
     ) -> None:
         super().__init__()
-        self.store = Store(inventory, baselines, settings.slo)
+        self.store = Store(inventory, baselines, settings.slo, headlines)
         self.feeds = tuple(feeds)
         self.operations = operations
         self.settings = settings

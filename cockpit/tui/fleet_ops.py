@@ -13,12 +13,14 @@ from typing import TYPE_CHECKING
 
 from cockpit.bench import artifacts
 from cockpit.bench.likeness import WARM, Likeness
-from cockpit.bench.models import SweepPlan
+from cockpit.bench.models import Report, SweepPlan
 from cockpit.errors import InputError
 from cockpit.events import Finished, OpEvent, Planned
 from cockpit.ops.context import OpContext
 from cockpit.plan import LanePlan, plan_lane
 from cockpit.tui.operations import LaneTarget
+from cockpit.tui.state.runs import bench_mode, headline
+from cockpit.tui.state.views import lane_key
 
 if TYPE_CHECKING:
     from cockpit.config import Inventory
@@ -188,6 +190,22 @@ def bench_likeness(plan: LanePlan) -> Likeness:
         WARM,
         "builtin",
     )
+
+
+def report_headlines(reports_dir: Path) -> dict[str, str]:
+    """Lane key → the "last bench" of its newest report (its last point with a decode rate):
+    what the Lanes pane shows until this session benches the lane."""
+    newest: dict[str, Report] = {}
+    for report in artifacts.reports_in(reports_dir):  # oldest first: the newest stays
+        if any(p.tg is not None for p in report.points):
+            newest[lane_key(report.lane, report.cluster)] = report
+    out = {}
+    for key, report in newest.items():
+        p = next(p for p in reversed(report.points) if p.tg is not None)
+        assert p.tg is not None
+        mode = bench_mode(p.spec.cold, report.environment.driver)
+        out[key] = headline(p.tg, p.spec.depth, p.spec.concurrency, mode)
+    return out
 
 
 def report_baselines(

@@ -72,7 +72,7 @@ async def fleet_app(
         from cockpit.ops.context import OpContext
         from cockpit.ops.inflight import InFlight
         from cockpit.tui.app import CockpitApp
-        from cockpit.tui.fleet_ops import FleetOperations, report_baselines
+        from cockpit.tui.fleet_ops import FleetOperations, report_baselines, report_headlines
 
         operations = FleetOperations(OpContext(inventory, pool), reports_dir, tokenizer_dir)
         inflight = InFlight(pool, inventory)  # every other cockpit sees this one's operations
@@ -84,6 +84,7 @@ async def fleet_app(
                 settings=settings,
                 readonly=readonly,
                 baselines=report_baselines(reports_dir, inventory),
+                headlines=report_headlines(reports_dir),
                 persist_theme=persist_theme,
                 demo=demo,
                 recorder=recorder,
@@ -107,7 +108,7 @@ def viewer_app(
     shared feed (`cockpit.tui.feeds.shared`), no SSH connection of its own."""
     from cockpit.tui.app import CockpitApp
     from cockpit.tui.feeds.shared import SharedFeed
-    from cockpit.tui.fleet_ops import report_baselines
+    from cockpit.tui.fleet_ops import report_baselines, report_headlines
 
     return CockpitApp(
         inventory,
@@ -115,6 +116,7 @@ def viewer_app(
         settings=settings,
         readonly=True,
         baselines=report_baselines(reports_dir, inventory),
+        headlines=report_headlines(reports_dir),
         recorder=recorder,
         past_source=past_source,
     )

@@ -3,6 +3,7 @@ plan the editor starts from."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import cast
 
@@ -10,13 +11,21 @@ import pytest
 
 from cockpit.bench import artifacts, benchy
 from cockpit.bench.events import SweepPlanned
-from cockpit.bench.models import Environment, Report, SweepPlan
+from cockpit.bench.method import PhaseStats, Stat
+from cockpit.bench.models import (
+    Environment,
+    PointResult,
+    PointSpec,
+    Report,
+    SweepPlan,
+)
 from cockpit.config.inventory import PROJECT_RECIPES, load_inventory
 from cockpit.errors import EXIT_REFUSED, InputError
 from cockpit.events import Finished, OpEvent
 from cockpit.ops.context import OpContext
 from cockpit.ssh import SshPool
-from cockpit.tui.fleet_ops import FleetOperations
+from cockpit.tui.app import CockpitApp
+from cockpit.tui.fleet_ops import FleetOperations, report_headlines
 from cockpit.tui.operations import LaneTarget
 
 QWEN = LaneTarget("qwen3-0.6b-2x", "dgx56-switch")
@@ -79,3 +88,34 @@ def test_the_lanes_last_plan_is_read_from_its_reports(tmp_path: Path) -> None:
     artifacts.save_report(tmp_path, report)
     assert ops.last_bench_plan(QWEN) == sweep
     assert ops.last_bench_plan(LaneTarget(QWEN.lane, "2nodes-dac")) is None
+
+
+def _benched(tg: float, created: str, cluster: str, *, cold: bool = False) -> Report:
+    env = Environment("here", "loopback", "warm", "totals", "builtin", "http://x", "qwen3-0.6b")
+    stat = Stat(tg, 0.5, (tg,))
+    point = PointResult(
+        PointSpec(4096, 2, 512, 32, cold=cold),
+        PhaseStats(2, stat, stat, stat, stat, None, None, Stat(500, 5, (500,)), 2, 0),
+    )
+    return Report("cli", created, QWEN.lane, cluster, env, (point,))
+
+
+def test_the_lanes_last_bench_is_read_from_its_reports_at_start(
+    tmp_path: Path, make_app: Callable[..., CockpitApp]
+) -> None:
+    """Issue 31: the Lanes pane's "last bench" was empty on every start although reports
+    existed; each lane's newest report fills it until this session benches the lane."""
+    for report in (
+        _benched(50.0, "2026-10-01_000000", QWEN.cluster),
+        _benched(61.25, "2026-10-02_000000", QWEN.cluster),
+        _benched(70.0, "2026-10-03_000000", "2nodes-dac", cold=True),
+    ):
+        artifacts.save_report(tmp_path, report, draw_now=False)
+    headlines = report_headlines(tmp_path)
+    assert headlines == {
+        f"{QWEN.lane}@{QWEN.cluster}": "tg 61.2 t/s @4K c2",
+        f"{QWEN.lane}@2nodes-dac": "tg 70.0 t/s @4K c2 COLD",
+    }
+    app = make_app(with_scene=False, headlines=headlines)
+    lane = app.store.snapshot(0.0).lane(f"{QWEN.lane}@{QWEN.cluster}")
+    assert lane is not None and lane.bench_headline == "tg 61.2 t/s @4K c2"

@@ -33,11 +33,23 @@ def bench_mode(cold: bool, driver: str) -> str:
     return " · ".join((["COLD"] if cold else []) + ([driver] if driver != "builtin" else []))
 
 
+def headline(tg_tps: float, depth: int, concurrency: int, mode: str) -> str:
+    """A lane's "last bench" cell: its last point's decode rate, where, and what it measured."""
+    named = f" {mode}" if mode else ""
+    return f"tg {tg_tps:.1f} t/s @{depth_label(depth)} c{concurrency}{named}"
+
+
 class Runs:
     """The running operations by run, the ended ones, the bench points."""
 
-    def __init__(self, baselines: Mapping[str, Mapping[tuple[int, int], float]]) -> None:
+    def __init__(
+        self,
+        baselines: Mapping[str, Mapping[tuple[int, int], float]],
+        headlines: Mapping[str, str] | None = None,
+    ) -> None:
+        """`headlines`: lane key → its last bench before this session (its newest report)."""
         self.baselines = baselines
+        self.headlines = dict(headlines or {})
         self.running: dict[int, OpView] = {}
         self.done: deque[OpView] = deque(maxlen=OPS_KEPT)
         self.bench: deque[BenchRow] = deque(maxlen=BENCH_POINTS)
@@ -108,10 +120,10 @@ class Runs:
             p for p in self.bench if (p.lane, p.cluster) == (lane, cluster) and p.tg_tps is not None
         ]
         if not points:
-            return None
+            return self.headlines.get(lane_key(lane, cluster))
         p = points[-1]
-        mode = f" {p.mode}" if p.mode else ""
-        return f"tg {p.tg_tps:.1f} t/s @{depth_label(p.depth)} c{p.concurrency}{mode}"
+        assert p.tg_tps is not None
+        return headline(p.tg_tps, p.depth, p.concurrency, p.mode)
 
     def _op(self, run: int, event: OpEvent) -> str | None:
         """Fold one event into its run's view; a sub-operation's events (the sync a launch or a

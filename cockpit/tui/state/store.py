@@ -68,9 +68,11 @@ class Store:
         inventory: Inventory,
         baselines: Mapping[str, Mapping[tuple[int, int], float]] | None = None,
         slo: Slo = DEFAULT_SLO,
+        headlines: Mapping[str, str] | None = None,
     ) -> None:
         """`baselines`: per lane, tg tokens/s of its reference report by (depth, concurrency);
-        `slo`: what the engines' goodput counts against."""
+        `slo`: what the engines' goodput counts against; `headlines`: lane key → its "last
+        bench" before this session (`fleet_ops.report_headlines`)."""
         self.inventory = inventory
         self.baselines = dict(baselines or {})
         self.slo = slo
@@ -82,7 +84,7 @@ class Store:
         self._boot: dict[str, BootState] = {}  # lane key → its head's boot, as its log says
         self._logs: dict[LogSource, RankLog] = {}
         self._nccl: dict[str, LaneNccl] = {}
-        self._runs = Runs(self.baselines)
+        self._runs = Runs(self.baselines, headlines)
         self._was_running: set[str] = set()  # lane keys with a running container listed
         self._was_listed: set[str] = set()  # ... with any container listed
         self._seq = 0
