@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from cockpit.ops.op_records import OpOnNode, OpRecord
 from cockpit.telemetry.gpu import GpuSample
 from cockpit.telemetry.metrics import EngineMetrics, parse_metrics
 from cockpit.tui.state import EngineSampled, NodeSampled, RankOnNode, Store
@@ -181,3 +182,17 @@ def test_a_hot_node_is_advised_once_until_it_cooled() -> None:
         (1, "dgx5", "gpu_thermal"),
         (2, "dgx5", "gpu_thermal"),
     ]
+
+
+def test_another_cockpits_bench_is_not_advised_on() -> None:
+    """Issue 31: a read-only viewer following a CLI bench raised "truncation: 100 % of 10
+    requests … raise max_tokens" about the bench's own fixed-length requests; the bench is in
+    flight on the lane's nodes (`cockpit.ops.op_records`), so the viewer knows it is one."""
+    bench = OpRecord("b1", "ops", "deck", 7, "bench", scene.LANE, scene.CLUSTER, 1.0, "point 1/2")
+    for records, advised in (((OpOnNode(bench, 2.0),), []), ((), ["output_truncation"])):
+        store = serving_store()
+        for sample in scene.node_samples(store.inventory):
+            store.apply(replace(sample, ops=records) if isinstance(sample, NodeSampled) else sample)
+        for at, length in ((0, 0), (10, 5), (20, 10)):
+            scrape(store, at, request_success={"length": length})
+        assert [h.rule for _, h in store.snapshot(scene.T0).hints] == advised

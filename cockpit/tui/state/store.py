@@ -207,13 +207,27 @@ class Store:
         eng = self._engines.setdefault(key, EngineRecord())
         recipe = self.inventory.recipes.get(item.lane)
         boot = self._boot.get(key, BootState())
-        benching = self._runs.benching(item.lane, item.cluster)
+        benching = self._runs.benching(item.lane, item.cluster) or self._benched_by_others(
+            item.lane, item.cluster
+        )
         view = fold_scrape(eng, key, item.metrics, boot, recipe, self.slo, benching)
         serve = recipe.serve if recipe else None
         hints = engine_hints(view, serve, bench_in_window(eng, item.metrics.at))
         self._advise(key, hints)
         eng.view = replace(view, advice=hints)
         return frozenset({Part.ENGINES, Part.LANES})  # the lane serves while its engine answers
+
+    def _benched_by_others(self, lane: str, cluster: str) -> bool:
+        """Another cockpit's bench of the lane is in flight, as the nodes record it (a viewer
+        that runs no bench must not advise on the bench's own fixed-length requests)."""
+        return any(
+            op.record.op == "bench"
+            and (op.record.lane, op.record.cluster) == (lane, cluster)
+            and not op.stale()
+            for node in self._nodes.values()
+            if node.last is not None
+            for op in node.last.ops
+        )
 
     def _advise(self, subject: str, hints: tuple[Hint, ...]) -> None:
         """Keep the hints whose condition just began for the screen to show (once each)."""
