@@ -171,7 +171,8 @@ def serve(
     from cockpit.tui.web import WebServer, loopback_hosts
 
     refuse_unbindable(host, port, listen)
-    url = f"http://{listen}"
+    every_address = host in ("0.0.0.0", "::")  # a browser connects to one of them, not to this
+    url = f"http://<this host>:{port}" if every_address else f"http://{listen}"
     with contextlib.ExitStack() as stack:
         folder = Path(tempfile.mkdtemp(prefix="cockpit-serve-"))  # 0700: this user's only
         stack.callback(shutil.rmtree, folder, ignore_errors=True)
