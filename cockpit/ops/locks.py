@@ -226,13 +226,16 @@ def break_lock_command(op: str, lane: str, cluster: str) -> str:
     return f"cockpit stop --cluster {shlex.quote(cluster)} --break-lock"  # restore: TUI only
 
 
-def lock_fix(lock: NodeLock, again: str) -> str:
+def lock_fix(lock: NodeLock, again: str, stale_after_s: float) -> str:
+    """The way out of a live lock: wait for its holder (who takes it over when, if the holder
+    is gone), or break it."""
     record = lock.record
-    if record is None:
-        whose = "whoever is writing it to finish (an empty one is stale after a lease)"
-    else:
-        whose = f"{record.holder}'s {record.operation} to finish"
-    return f"wait for {whose}, or {again}"
+    whose = f"{record.holder}'s {record.operation}" if record else "whoever is writing it"
+    stale_in = max(stale_after_s - lock.age_s, 1.0)
+    return (
+        f"wait for {whose} to finish (if it is gone, its lock is stale in {stale_in:.0f} s), "
+        f"or {again}"
+    )
 
 
 def acquire_command(node: str, record: LockRecord) -> list[str]:
@@ -351,16 +354,19 @@ class NodeLocks:
         forced = why is None and retry and self.breaker is not None
         if forced and self.breaker is not None:
             if not await self.breaker(node, lock):
-                message = f"{lock.held_message()}; not broken: not confirmed"
-                return LockRefused(node, message, lock_fix(lock, self.again))
+                return self._refused(node, lock, "; not broken: not confirmed")
             why = "--break-lock"
         if why is None or not retry:
-            return LockRefused(node, lock.held_message(), lock_fix(lock, self.again))
+            return self._refused(node, lock)
         older_than_ms = 0 if forced else int(lock.age_s * 1000)
         if not await self._break(node, lock.content, older_than_ms):
-            return LockRefused(node, lock.held_message(), lock_fix(lock, self.again))
+            return self._refused(node, lock)
         self.broken.append(BrokenLock(node, lock, why, forced))
         return await self._take(node, retry=False)
+
+    def _refused(self, node: str, lock: NodeLock, why: str = "") -> LockRefused:
+        fix = lock_fix(lock, self.again, self.stale_after_s)
+        return LockRefused(node, lock.held_message() + why, fix)
 
     async def _break(self, node: str, content: str, older_than_ms: int) -> bool:
         """Remove a lock still holding `content` and not renewed since it was read."""

@@ -171,11 +171,14 @@ def test_a_refusal_names_the_holder_and_the_way_out() -> None:
     record = LockRecord("alice", "ops-laptop", 1, "launch", 0.0, lane="qwen")
     again = break_lock_command("launch", "qwen", "2nodes-dac")
     assert again == "cockpit launch -r qwen -c 2nodes-dac --break-lock"
-    refused = LockRefused("dgx1", "held", lock_fix(NodeLock(record.dumps(), 2.0), again))
-    assert str(refused) == (
-        "dgx1 is locked: held — fix: wait for alice@ops-laptop's launch to finish, "
-        "or cockpit launch -r qwen -c 2nodes-dac --break-lock"
+    fix = lock_fix(NodeLock(record.dumps(), 2.0), again, LEASE.seconds)
+    assert str(LockRefused("dgx1", "held", fix)) == (
+        "dgx1 is locked: held — fix: wait for alice@ops-laptop's launch to finish (if it is "
+        "gone, its lock is stale in 58 s), or cockpit launch -r qwen -c 2nodes-dac --break-lock"
     )
+    empty = lock_fix(NodeLock("", 59.7), again, LEASE.seconds)
+    assert empty.startswith("wait for whoever is writing it to finish (if it is gone, its lock is "
+                            "stale in 1 s)")  # fmt: skip
     assert break_lock_command("stop", "", "4nodes") == "cockpit stop --cluster 4nodes --break-lock"
     assert break_lock_command("sync", "a b", "c") == "cockpit sync-image -r 'a b' -c c --break-lock"
 
