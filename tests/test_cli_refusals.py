@@ -16,6 +16,7 @@ from pathlib import Path
 import asyncssh
 import pytest
 
+from cockpit_sim.engine.text import TOKENIZER_DIR
 from cockpit_sim.fleet import SimFleet
 from tests.cli_runner import RECIPES, assert_refused, run_main
 
@@ -111,7 +112,7 @@ def _closed_port() -> int:
 def test_an_endpoint_that_does_not_answer_is_one_line_and_exit_1(
     command: str, hang_up_port: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    extra = ("--tokenizer", str(tmp_path), "--label", "x", "--reports", str(tmp_path))
+    extra = ("--tokenizer", TOKENIZER_DIR, "--label", "x", "--reports", str(tmp_path))
     for url, reasons in [
         (f"http://127.0.0.1:{_closed_port()}", ("All connection attempts failed",)),
         (f"http://127.0.0.1:{hang_up_port}", ("Server disconnected", "the connection dropped")),
@@ -184,3 +185,20 @@ def test_validate_and_status_name_an_identity_file_that_is_not_there(
     assert validated.code == 2 and f"error: {problem}" in validated.stderr.splitlines()
     assert_refused(run_main("--inventory", missing_key_inventory, "status", capsys=capsys), problem)
     assert no_ssh == []
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ("missing", "holds no tokenizer.json"),
+        (".", "holds no tokenizer.json"),
+        ("broken.json", "is not a tokenizer (expected value at line 1 column 1)"),
+    ],
+)
+def test_a_tokenizer_that_is_none_is_refused_before_the_sweep(
+    given: str, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "broken.json").write_text("root:x:0:0\n")
+    ran = run_main("bench", "--endpoint", "http://127.0.0.1:9", "--tokenizer", tmp_path / given,
+                   "--label", "x", "--reports", tmp_path, capsys=capsys)  # fmt: skip
+    assert_refused(ran, f"--tokenizer: {tmp_path / given}", said)

@@ -45,6 +45,20 @@ def _tokenizer_file(directory: Path) -> Path:
     return directory if directory.is_file() else directory / "tokenizer.json"
 
 
+def tokenizer_problem(path: Path) -> str | None:
+    """Why `path` (a folder holding `tokenizer.json`, or that file) cannot be the bench's
+    tokenizer, in a few words; None when it loads."""
+    file = _tokenizer_file(path)
+    if not file.is_file():
+        return f"{path} holds no tokenizer.json (give the served model's tokenizer folder)"
+    try:
+        Tokenizer.from_file(str(file))
+    except Exception as exc:  # tokenizers raises a bare Exception, its reason in one line
+        reason = (str(exc).splitlines() or ["unreadable"])[0]
+        return f"{file} is not a tokenizer ({reason})"
+    return None
+
+
 @cache
 def _tokenized_book(tokenizer_json: str) -> tuple[Tokenizer, tuple[int, ...]]:
     """The tokenizer and the book's token ids, once per file (encoding the book takes a second)."""

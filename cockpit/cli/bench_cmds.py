@@ -31,6 +31,7 @@ from cockpit.bench import probe as bench_probe
 from cockpit.bench.environment import EngineUnanswered, served_models, unanswered
 from cockpit.bench.events import event_line
 from cockpit.bench.models import PointResult, PointSpec, SweepPlan
+from cockpit.bench.prompts import tokenizer_problem
 from cockpit.bench.remote import remote_argv, remote_events
 from cockpit.bench.run import BenchRequest, bench, make_driver, time_scale_default
 from cockpit.bench.sweep_plan import DRIVERS, field_value, written
@@ -295,6 +296,10 @@ def bench_cmd(
     remote_cockpit: str,
 ) -> None:
     """Quality + perf + depth sweep at c1/c2, live, with honesty checks and a report."""
+    if tokenizer is not None and bench_host == "local":  # a bench host's path is read there
+        problem = tokenizer_problem(tokenizer)
+        if problem is not None:
+            raise InputError(f"--tokenizer: {problem}")
     points = SweepPlan(depths, concurrency, pp, tg, runs, cold, driver).points
     key_from_stdin = read_key_line(sys.stdin) if api_key_stdin else None
     image = recipe_hash = ""
