@@ -1,7 +1,7 @@
 """A bench that loses its engine (a node stopped, the engine died): told apart from a point that
 merely failed, and said in the lane's names.
 
-A point whose every request failed, or that the driver got no result for, is asked about: when
+A point whose every request failed, or that the driver got no figures for, is asked about: when
 the engine then does not answer `/v1/models` either, it is gone, and the sweep stops there
 (PARTIAL, its remaining points not measured) instead of "measuring" every other point as errors.
 The lane is reached through an SSH forward on a local port, which means nothing to an operator:
@@ -22,12 +22,10 @@ ASK_TIMEOUT_S = 10.0
 
 
 def measured_nothing(result: PointResult) -> bool:
-    """Every request of the point failed, or the driver has no result for it (not a hang: a hung
-    point is retried and skipped on its own)."""
+    """The driver has no figures for the point (no result, or hung and skipped: an engine whose
+    API still answers is only hung, and the sweep goes on), or every request of it failed."""
     inference = result.inference
-    if inference is None:
-        return not result.hangs and result.has(FlagKind.ERRORS)
-    return inference.requests > 0 and inference.errors == inference.requests
+    return inference is None or 0 < inference.requests == inference.errors
 
 
 async def engine_gone(url: str, api_key: str | None) -> str | None:
