@@ -307,6 +307,9 @@ def bench_cmd(
     plan = None
     if endpoint is None:
         inventory, plan = _lane_plan(ctx, recipe, cluster)
+        if bench_host != "local" and bench_host not in inventory.nodes:
+            nodes = ", ".join(inventory.nodes)
+            raise InputError(f"--bench-host {bench_host!r}: not a node of the inventory ({nodes})")
         endpoint, image, recipe_hash = plan.endpoint, plan.recipe.image.ref, plan.recipe_hash
     elif tokenizer is None:
         raise InputError(
