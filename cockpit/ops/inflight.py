@@ -18,11 +18,17 @@ import socket
 import time
 from dataclasses import dataclass, field, replace
 
-from cockpit.bench.events import PointStarted
+from cockpit.bench.events import PointFinished, PointStarted
 from cockpit.config import Inventory
 from cockpit.events import Finished, OpEvent, Progress, StepStarted
 from cockpit.ops.locks import LEASE, Lease
-from cockpit.ops.op_records import OpRecord, remove_command, write_command
+from cockpit.ops.op_records import (
+    POINTS_KEPT,
+    BenchPoint,
+    OpRecord,
+    remove_command,
+    write_command,
+)
 from cockpit.ssh import SshError, SshPool
 
 WRITE_EVERY_S = 1.0  # a record is rewritten at most this often (progress comes much faster)
@@ -75,6 +81,12 @@ class InFlight:
         record = current.record
         if nodes != record.nodes or (step is not None and step != record.step):
             current.record = replace(record, nodes=nodes, step=step or record.step)
+            current.dirty = True
+        if isinstance(event, PointFinished):  # the bench's tail, for whoever follows it
+            spec, result = event.result.spec, event.result
+            point = BenchPoint(spec.depth, spec.concurrency, result.tg, result.pp)
+            points = (*current.record.points, point)[-POINTS_KEPT:]
+            current.record = replace(current.record, points=points)
             current.dirty = True
         if isinstance(event, Finished) and event.op == record.op:
             current.ended = True

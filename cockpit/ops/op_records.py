@@ -43,6 +43,30 @@ ops() {  # every operation record: "<file name><TAB><age in s by this node's clo
 """A bash function for the status probe: the records with their age, read in one command."""
 
 
+POINTS_KEPT = 64  # a bench record carries its newest points, no more
+
+
+@dataclass(frozen=True)
+class BenchPoint:
+    """One measured point of a bench in flight: where, and its prompt and decode rates."""
+
+    depth: int
+    concurrency: int
+    tg_tps: float | None
+    pp_tps: float | None
+
+    @classmethod
+    def of(cls, data: dict[str, object]) -> BenchPoint:
+        """From its JSON form; raises ValueError, TypeError or KeyError when it is not one."""
+        tg, pp = data["tg_tps"], data["pp_tps"]
+        return cls(
+            int(data["depth"]),  # type: ignore[call-overload]
+            int(data["concurrency"]),  # type: ignore[call-overload]
+            None if tg is None else float(tg),  # type: ignore[arg-type]
+            None if pp is None else float(pp),  # type: ignore[arg-type]
+        )
+
+
 @dataclass(frozen=True)
 class OpRecord:
     """One operation in flight, as its cockpit records it on a node."""
@@ -57,6 +81,7 @@ class OpRecord:
     since: float  # the writer's clock: shown, never judged
     step: str = ""  # where it is ("boot on dgx1", "point 3/8 pp512 tg32")
     nodes: tuple[str, ...] = ()  # every node it works on
+    points: tuple[BenchPoint, ...] = ()  # a bench's points measured so far (its tail)
 
     @property
     def holder(self) -> str:
@@ -84,6 +109,7 @@ class OpRecord:
                 since=float(data["since"]),
                 step=str(data.get("step", "")),
                 nodes=tuple(str(n) for n in data.get("nodes", ())),
+                points=tuple(BenchPoint.of(p) for p in data.get("points", ())[:POINTS_KEPT]),
             )
         except (ValueError, KeyError, TypeError, AttributeError):
             return None

@@ -44,6 +44,7 @@ from cockpit.tui.state.nodes import AGE_STEP_S, DOWN_AFTER_S, NodeRecord, node_d
 from cockpit.tui.state.parts import ALL, LISTED, Part
 from cockpit.tui.state.runs import BENCH_EVENTS, Runs
 from cockpit.tui.state.views import (
+    BenchRow,
     FleetSnapshot,
     Hint,
     LanePhase,
@@ -128,7 +129,8 @@ class Store:
                 same = before is not None and (before.ranks, before.ranks_known, before.images) == (
                     item.ranks, item.ranks_known, item.images
                 )  # fmt: skip
-                others = {Part.OPS} if (before.ops if before else ()) != item.ops else set()
+                moved = (before.ops if before else ()) != item.ops  # other cockpits' operations
+                others = {Part.OPS, Part.BENCH} if moved else set()
                 if same and lost is None:
                     return frozenset({Part.NODES, *others})
                 return LISTED | {Part.NODES, *others}
@@ -216,6 +218,30 @@ class Store:
         self._advise(key, hints)
         eng.view = replace(view, advice=hints)
         return frozenset({Part.ENGINES, Part.LANES})  # the lane serves while its engine answers
+
+    def _benches_of_others(self) -> list[BenchRow]:
+        """The points other cockpits' benches in flight measured so far, as their records on
+        the nodes carry them: a viewer follows a bench it did not start."""
+        records = {
+            op.record.id: op.record
+            for node in self._nodes.values()
+            if node.last is not None
+            for op in node.last.ops
+            if op.record.op == "bench" and not op.stale()
+        }
+        return [
+            BenchRow(
+                r.lane,
+                r.cluster,
+                p.depth,
+                p.concurrency,
+                p.tg_tps,
+                p.pp_tps,
+                self.baselines.get(r.lane, {}).get((p.depth, p.concurrency)),
+            )
+            for r in sorted(records.values(), key=lambda r: r.since)
+            for p in r.points
+        ]
 
     def _benched_by_others(self, lane: str, cluster: str) -> bool:
         """Another cockpit's bench of the lane is in flight, as the nodes record it (a viewer
@@ -310,7 +336,7 @@ class Store:
             dropped={source: log.dropped for source, log in self._logs.items() if log.dropped},
             access={source: log.access for source, log in self._logs.items() if log.access},
             ops=self._runs.ops(),
-            bench=tuple(self._runs.bench),
+            bench=(*self._runs.bench, *self._benches_of_others()),
             version=self.version,
             log_sources=tuple(sorted(self._logs)),
             live_sources=frozenset(
