@@ -48,6 +48,8 @@ def test_a_300_character_label_keeps_the_results(
     assert len(record.name.encode()) < 255
     assert load_report(record).points, "the measured points are in the record"
     assert _printed(ran, "report") == record.with_suffix(".md")
+    (row,) = [line for line in ran.stdout.splitlines() if line.startswith("d0 ")]
+    assert "pp64" not in row and "report" not in row, "what follows the table joined its last row"
 
 
 def test_a_folder_that_cannot_take_the_report_sends_it_to_the_fallback(
