@@ -167,9 +167,11 @@ def serve(
 
     inventory_dir = resolve_inventory_dir((ctx.obj or {}).get("inventory"))
     inventory = load_inventory(inventory_dir)  # a broken one is refused here, not in a browser
+    from cockpit.ssh.inventory import pool_for
     from cockpit.tui.feeds.shared import FeedHub
     from cockpit.tui.web import WebServer, loopback_hosts
 
+    pool_for(inventory)  # its refusals (a known_hosts that cannot be read…) now, not in the feed
     refuse_unbindable(host, port, listen)
     every_address = host in ("0.0.0.0", "::")  # a browser connects to one of them, not to this
     url = f"http://<this host>:{port}" if every_address else f"http://{listen}"

@@ -17,6 +17,7 @@ import aiohttp
 import pytest
 
 from cockpit_sim.fleet import SimFleet
+from tests.cli_runner import run_cockpit
 from tests.tui.served import (
     Viewer,
     apps,
@@ -165,3 +166,17 @@ async def test_allow_remote_serves_nobody_without_the_token(
     finally:
         await viewer.close()
     assert token not in (tmp_path / "serve.log").read_text()
+
+
+def test_what_the_shared_feed_could_not_connect_with_is_refused_before_serving(
+    small_fleet: SimFleet,
+) -> None:
+    """The sessions have no SSH of their own to fail with: an unreadable known_hosts is `serve`'s
+    one-line refusal, before it listens, not a feed that never shows a node."""
+    small_fleet.known_hosts.rename(small_fleet.known_hosts.with_suffix(".away"))
+    result = run_cockpit(
+        "--inventory", str(small_fleet.root), "serve", "--listen", f"127.0.0.1:{free_port()}"
+    )
+    assert result.returncode == 2 and result.stdout == ""
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: ") and "ssh.known_hosts: known_hosts file" in line
