@@ -194,7 +194,7 @@ class FeedHub:
             writer.close()
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()
-            if not self._viewers:
+            if not self._viewers and self._server is not None and self._server.is_serving():
                 self._linger = asyncio.create_task(self._stop_later())
 
     def _wake(self) -> None:
