@@ -191,7 +191,8 @@ async def bench(
         yield warning(note, point=spec, lane=req.lane)
     lost = ""
     try:
-        async for event in events:
+        async for found in events:
+            event = sweep.in_lane_terms(found)
             if isinstance(event, PointFinished) and engine_loss.measured_nothing(event.result):
                 gone = await engine_loss.engine_gone(url, req.api_key)
                 if gone is not None:
@@ -282,6 +283,23 @@ class _Sweep:
             self.results.append(event.result)
         if isinstance(event, BenchWarning):
             self.warnings.append(event.message)
+
+    def in_lane_terms(self, event: OpEvent) -> OpEvent:
+        """`event` with the local forward's address, in its flags and warnings, replaced by the
+        node and endpoint it leads to: `127.0.0.1:42589` tells an operator nothing."""
+        if not self.forwarded:
+            return event
+        place = engine_loss.where(self.req.endpoint, self.req.head)
+
+        def said(text: str) -> str:
+            return engine_loss.named(text, self.forwarded, place)
+
+        if isinstance(event, BenchWarning):
+            return replace(event, message=said(event.message))
+        if isinstance(event, PointFinished):
+            flags = tuple(replace(f, message=said(f.message)) for f in event.result.flags)
+            return replace(event, result=replace(event.result, flags=flags))
+        return event
 
     def lose(self, spec: PointSpec, gone: str) -> str:
         """The engine did not answer after `spec` measured nothing: that point is not measured,

@@ -17,8 +17,8 @@ import httpx
 from cockpit.bench.artifacts import load_report
 from cockpit.bench.engine_loss import named
 from cockpit.bench.events import PointFinished, SweepFinished
-from cockpit.bench.models import SweepPlan
-from cockpit.bench.run import BenchRequest, bench
+from cockpit.bench.models import Flag, FlagKind, PointResult, SweepPlan
+from cockpit.bench.run import BenchRequest, _Sweep, bench
 from cockpit.errors import EXIT_FAILED
 from cockpit_sim.engine.text import TOKENIZER_DIR
 from tests.bench.conftest import FLASH_SPEED
@@ -38,6 +38,21 @@ def test_the_forwards_address_becomes_the_node() -> None:
     said = named(message, "http://127.0.0.1:42589", place)
     assert "42589" not in said and said.count(place) == 2
     assert named(message, None, place) == message
+
+
+def test_a_points_flags_name_the_node_not_the_forward(tmp_path: Path) -> None:
+    req = BenchRequest(
+        lane="qwen3-0.6b-2x", cluster="2nodes-dac", label="x", endpoint=ENDPOINT,
+        points=POINTS, tokenizer_dir=TOKENIZER_DIR, head="dgx1",
+    )  # fmt: skip
+    sweep = _Sweep(req, "m", "", 1.0, remote=False, forwarded="http://127.0.0.1:42589")
+    error = Flag(FlagKind.ERRORS, "1 of 2 requests failed: Cannot connect to host 127.0.0.1:42589")
+    event = sweep.in_lane_terms(
+        PointFinished(op="bench", result=PointResult(POINTS[0], None, flags=(error,)))
+    )
+    assert isinstance(event, PointFinished)
+    [flag] = event.result.flags
+    assert flag.message.endswith(f"Cannot connect to host dgx1 ({ENDPOINT})")
 
 
 async def test_an_engine_lost_mid_sweep_ends_partial_and_not_ok(tmp_path: Path) -> None:
