@@ -231,12 +231,14 @@ def implausible_flag(spec: PointSpec, bad: dict[int, str], runs: int) -> Flag:
 
 
 def no_decode_flag(spec: PointSpec) -> Flag:
-    """The flag of a point none of whose runs had a decode window to measure."""
+    """The flag of a point none of whose kept runs had a decode window to measure (streams that
+    came in one read are the judge's `decode-not-observable`; this is what is left: a stream of
+    one token, or a driver that timed none)."""
     return Flag(
         FlagKind.IMPLAUSIBLE,
-        f"{spec.label}: no decode measured: every stream's tokens arrived in one socket read, so "
-        "there is no window to divide by (a stalled client or relay)",
-        IMPLAUSIBLE_FIX,
+        f"{spec.label}: no decode measured: no stream had a token after its first to time, so "
+        "there is no window to divide by",
+        "ask for more than one response token (--tg); `cockpit probe` shows how the server flushes",
     )
 
 
