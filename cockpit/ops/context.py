@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 
@@ -153,16 +154,24 @@ class OpLocks:
         )
 
     async def acquire(self, nodes: Iterable[str], outcome: Outcome) -> AsyncIterator[OpEvent]:
-        """Lock `nodes`; on a refusal `outcome` is refused (the caller then ends)."""
-        yield self.emit.started("lock")
-        refused = await self.locks.acquire(nodes)
-        for broken in self.locks.broken:
-            yield self.emit.lock_broken(broken)
-        if refused:
-            yield self.emit.finished("lock", ok=False, detail=str(refused[0]))
-            outcome.refuse("; ".join(str(r) for r in refused))
-        else:
-            yield self.emit.finished("lock")
+        """Lock `nodes`; on a refusal `outcome` is refused (the caller then ends). An operation
+        closed while it yields these events (before its own clean-up begins) releases them
+        here: renewed, they would hold the nodes for as long as this process runs."""
+        read_to_the_end = False
+        try:
+            yield self.emit.started("lock")
+            refused = await self.locks.acquire(nodes)
+            for broken in self.locks.broken:
+                yield self.emit.lock_broken(broken)
+            if refused:
+                yield self.emit.finished("lock", ok=False, detail=str(refused[0]))
+                outcome.refuse("; ".join(str(r) for r in refused))
+            else:
+                yield self.emit.finished("lock")
+            read_to_the_end = True
+        finally:
+            if not read_to_the_end:
+                await asyncio.shield(self.locks.release())
 
     @property
     def record(self) -> LockRecord:

@@ -273,3 +273,21 @@ async def test_break_lock_asks_on_a_terminal_showing_whose_and_no_changes_nothin
     assert "not broken: not confirmed" in screen
     assert len(containers(fleet, "dgx2")) == 1
     assert FOREIGN["token"] in await lock_files(cockpit.pool, "dgx2")
+
+
+async def test_an_operation_closed_right_after_its_locks_leaves_none(cockpit: Cockpit) -> None:
+    """A consumer that stops reading once the locks are taken (a TUI cancelling the run) closes
+    the operation before its own clean-up begins: the locks go, their renewal with them (a lock
+    renewed by a live process would hold the nodes for as long as that process runs)."""
+    operation = launch(cockpit.ctx, cockpit.recipe(QWEN), "2nodes-dac")
+    async for event in operation:
+        if isinstance(event, StepFinished) and event.step == "lock":
+            assert event.ok, event.detail
+            break
+    await operation.aclose()
+    for _ in range(20):
+        await asyncio.sleep(0.1)
+        if await lock_files(cockpit.pool, "dgx1") + await lock_files(cockpit.pool, "dgx2") == "":
+            break
+    assert await lock_files(cockpit.pool, "dgx1") + await lock_files(cockpit.pool, "dgx2") == ""
+    assert not [t for t in asyncio.all_tasks() if "_renew_loop" in repr(t)]
