@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.tui.feeds import Feed
+from cockpit.tui.feeds import Feed, shared
 from cockpit.tui.feeds.shared import HEADER, FeedHub, Replay, SharedFeed, frame, unframe
 from cockpit.tui.state.inputs import NodeLost, NodeSampled, RankLines, RankOnNode, StoreInput
 from tests.tui import scene
@@ -131,3 +131,23 @@ async def test_one_source_serves_every_viewer_and_stops_after_the_last(tmp_path:
         assert await resumed == [second]
         await again.aclose()
     assert not (tmp_path / "feed.sock").exists()
+
+
+async def test_a_viewer_that_falls_behind_is_dropped_and_starts_again_from_a_replay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(shared, "QUEUE_BATCHES", 2)
+    source = ScriptedSource()
+    flood = [_lines("dgx1", 0, "x" * 200_000)]  # a socket's buffers fill within a few of these
+    async with FeedHub(source, tmp_path / "feed.sock") as hub:
+        _, stalled = await asyncio.open_unix_connection(str(hub.path))  # it never reads
+        await _until(lambda: source.opened == 1, "the viewer did not start the source")
+        for _ in range(40):
+            source.script.put_nowait(flood)
+        await _until(lambda: hub.viewers == 0, "a viewer that reads nothing was kept")
+        stalled.close()
+
+        again = SharedFeed(hub.path).batches()
+        [replay] = await _next(again)
+        assert isinstance(replay, RankLines) and replay.fresh and len(replay.lines) == 40
+        await again.aclose()
