@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from cockpit.cli.bounds import Bounded
 from cockpit.cli.exporter_cmd import is_loopback, parse_listen
 from cockpit.errors import InputError
 from cockpit.paths import state_dir
@@ -39,7 +40,8 @@ if TYPE_CHECKING:
     from cockpit.tui.feeds import Feed
 
 DEFAULT_LISTEN = "127.0.0.1:8765"
-DEFAULT_MAX_VIEWERS = 8  # each is a TUI process (~100 MiB): a team's screens, not a crowd
+DEFAULT_MAX_VIEWERS = 8  # each is a TUI process (~90 MiB): a team's screens, not a crowd
+MAX_VIEWERS = 64
 FEED_SOCKET = "feed.sock"
 
 
@@ -134,7 +136,7 @@ def refuse_unbindable(host: str, port: int, listen: str) -> None:
 )
 @click.option(
     "--max-viewers",
-    type=click.IntRange(1, 64),
+    type=Bounded(int, 1, MAX_VIEWERS),
     default=DEFAULT_MAX_VIEWERS,
     show_default=True,
     help="Browser sessions at once; one more is told to try again later.",

@@ -17,7 +17,7 @@ import aiohttp
 import pytest
 
 from cockpit_sim.fleet import SimFleet
-from tests.cli_runner import run_cockpit
+from tests.cli_runner import assert_refused, run_cockpit, run_main
 from tests.tui.served import (
     Viewer,
     apps,
@@ -180,3 +180,10 @@ def test_what_the_shared_feed_could_not_connect_with_is_refused_before_serving(
     assert result.returncode == 2 and result.stdout == ""
     [line] = result.stderr.strip().splitlines()
     assert line.startswith("error: ") and "ssh.known_hosts: known_hosts file" in line
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "65", "nan", "two"])
+def test_a_viewer_cap_out_of_range_is_refused_in_one_line(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert_refused(run_main("serve", "--max-viewers", value, capsys=capsys), "--max-viewers")
