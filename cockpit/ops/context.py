@@ -28,6 +28,7 @@ from cockpit.ops.locks import (
     LockRecord,
     NodeLocks,
     break_lock_command,
+    lost_message,
     new_record,
 )
 from cockpit.ssh import SshPool
@@ -130,6 +131,10 @@ class Outcome:
     def done(self, summary: str) -> None:
         self.code, self.summary = EXIT_OK, summary
 
+    def warn(self, warning: str) -> None:
+        """Said with the summary, whatever the outcome (a lock lost while it ran)."""
+        self.summary = f"{self.summary} (warning: {warning})" if self.summary else warning
+
     @property
     def ok(self) -> bool:
         return self.code == EXIT_OK
@@ -152,11 +157,14 @@ class OpLocks:
             breaker=ctx.break_lock,
             again=break_lock_command(emit.op, emit.lane, emit.cluster),
         )
+        self._outcome: Outcome | None = None
 
     async def acquire(self, nodes: Iterable[str], outcome: Outcome) -> AsyncIterator[OpEvent]:
-        """Lock `nodes`; on a refusal `outcome` is refused (the caller then ends). An operation
+        """Lock `nodes`; on a refusal `outcome` is refused (the caller then ends), and once they
+        are released it warns of every lock another cockpit broke while it ran. An operation
         closed while it yields these events (before its own clean-up begins) releases them
         here: renewed, they would hold the nodes for as long as this process runs."""
+        self._outcome = outcome
         read_to_the_end = False
         try:
             yield self.emit.started("lock")
@@ -180,3 +188,6 @@ class OpLocks:
 
     async def release(self) -> None:
         await self.locks.release()
+        lost = sorted(self.locks.lost.items())
+        if lost and self._outcome is not None:
+            self._outcome.warn("; ".join(lost_message(node, now) for node, now in lost))

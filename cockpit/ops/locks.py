@@ -79,8 +79,8 @@ rm -f -- "$tmp"; echo held; lock_line "$lock"; exit 1
 """
 )
 _RENEW = """\
-lock="$HOME/.cockpit/locks/$1.lock"
-[ "$(cat -- "$lock" 2>/dev/null)" = "$2" ] || { echo lost; exit 0; }
+lock="$HOME/.cockpit/locks/$1.lock"; now=$(head -c 4096 -- "$lock" 2>/dev/null)
+[ "$now" = "$2" ] || { printf 'lost\\n%s\\n' "$now"; exit 0; }
 touch -c -- "$lock" && echo renewed
 """
 _BREAK = (
@@ -238,6 +238,16 @@ def lock_fix(lock: NodeLock, again: str, stale_after_s: float) -> str:
     )
 
 
+def lost_message(node: str, now: str) -> str:
+    """A lock this operation held was gone when it came to renew it: what holds the node now."""
+    holder = LockRecord.loads(now)
+    if holder is not None:
+        now_held = f"held by {holder.holder} for operation {holder.what} now"
+    else:
+        now_held = "an unreadable lock file now" if now else "no lock now"
+    return f"{node}'s lock was broken while this ran ({now_held})"
+
+
 def acquire_command(node: str, record: LockRecord) -> list[str]:
     return ["bash", "-c", _ACQUIRE, "cockpit-lock", node, record.dumps()]
 
@@ -313,6 +323,7 @@ class NodeLocks:
         self.again = again or "run it again with --break-lock"
         self.held: list[str] = []
         self.broken: list[BrokenLock] = []  # locks this take removed
+        self.lost: dict[str, str] = {}  # node → what its lock file held when ours was gone
         self._renewing: asyncio.Task[None] | None = None
 
     async def acquire(self, nodes: Iterable[str]) -> list[LockRefused]:
@@ -392,8 +403,10 @@ class NodeLocks:
             )
         except SshError:
             return
-        if done.stdout.strip() == "lost" and node in self.held:
+        said, _, now = done.stdout.partition("\n")
+        if said == "lost" and node in self.held:
             self.held.remove(node)
+            self.lost[node] = now.strip()
 
     async def _remove(self, node: str, content: str) -> None:
         with contextlib.suppress(SshError):

@@ -25,8 +25,9 @@ from cockpit.cli.ops_cmds import NO_BREAK_ANSWER
 from cockpit.events import LockBroken, StepFinished
 from cockpit.history.recorder import who
 from cockpit.history.store import HistoryStore
+from cockpit.ops.context import Emit, OpLocks, Outcome
 from cockpit.ops.launch import launch
-from cockpit.ops.locks import LEASE, Lease, NodeLocks, new_record
+from cockpit.ops.locks import LEASE, Lease, NodeLock, NodeLocks, new_record
 from cockpit.ops.stop import stop
 from cockpit.ssh import SshPool
 from tests.ops.conftest import BOOT_TIMEOUT, QWEN, Cockpit, containers, finished, run
@@ -291,3 +292,29 @@ async def test_an_operation_closed_right_after_its_locks_leaves_none(cockpit: Co
             break
     assert await lock_files(cockpit.pool, "dgx1") + await lock_files(cockpit.pool, "dgx2") == ""
     assert not [t for t in asyncio.all_tasks() if "_renew_loop" in repr(t)]
+
+
+async def test_a_holder_whose_lock_was_broken_says_so_and_does_not_take_it_back(
+    cockpit: Cockpit,
+) -> None:
+    """Broken by another cockpit's `--break-lock`, a lock is not renewed by its old holder (the
+    new holder's lease is its own); the old holder's operation ends saying who holds the node."""
+    ctx = replace(cockpit.ctx, lease=SHORT)
+    holder, outcome = OpLocks(ctx, Emit("sync", "mine", "2nodes-dac")), Outcome()
+    assert [e async for e in holder.acquire(["dgx6"], outcome)][-1].ok
+    outcome.done("synced")
+
+    async def yes(node: str, lock: NodeLock) -> bool:
+        return True
+
+    rival = NodeLocks(cockpit.pool, new_record("stop", "theirs"), SHORT, breaker=yes)
+    assert await rival.acquire(["dgx6"]) == [] and rival.broken[0].forced
+    await asyncio.sleep(3 * SHORT.renew_every_s)
+    assert rival.record.token in await lock_files(cockpit.pool, "dgx6")
+    await holder.release()
+    assert outcome.ok and outcome.summary == (
+        f"synced (warning: dgx6's lock was broken while this ran (held by {who()} for operation "
+        "stop theirs now))"
+    )
+    assert rival.record.token in await lock_files(cockpit.pool, "dgx6")
+    await rival.release()
