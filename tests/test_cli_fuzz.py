@@ -173,6 +173,8 @@ NAMED = [
     (("probe",), "--cluster", ("--recipe", RECIPE)),
     (("probe",), "--endpoint", ()),
     (("bench",), "--bench-host", ("--recipe", RECIPE, "--cluster", CLUSTER, "--label", "x")),
+    (("sync-image",), "--from", ("--recipe", RECIPE, "--cluster", CLUSTER)),
+    (("sync-model",), "--from", ("--recipe", RECIPE, "--cluster", CLUSTER)),
 ]
 """Every option that names a recipe, a cluster, a lane or an endpoint, with what else it needs."""
 
@@ -195,7 +197,7 @@ def test_fuzz_names(
 ) -> None:
     path, option, others = target
     assume(value not in (RECIPE, CLUSTER))
-    assume(option != "--bench-host" or not (value == "local" or re.fullmatch(r"dgx[1-8]", value)))
+    assume(not (option in ("--bench-host", "--from") and re.fullmatch(r"local|dgx[1-8]", value)))
     ran = run_main("--inventory", RECIPES, *path, f"{option}={value}", *others, capsys=capsys)
     assert_refused(ran)
 

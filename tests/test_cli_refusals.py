@@ -202,3 +202,19 @@ def test_a_tokenizer_that_is_none_is_refused_before_the_sweep(
     ran = run_main("bench", "--endpoint", "http://127.0.0.1:9", "--tokenizer", tmp_path / given,
                    "--label", "x", "--reports", tmp_path, capsys=capsys)  # fmt: skip
     assert_refused(ran, f"--tokenizer: {tmp_path / given}", said)
+
+
+def test_an_error_line_prints_what_was_typed_not_an_emoji(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    ran = run_main("exporter", "--listen", "127.0.0.1:-1", capsys=capsys)  # `:-1:` is 👎
+    assert_refused(ran, "--listen 127.0.0.1:-1: expected HOST:PORT")
+
+
+@pytest.mark.parametrize("command", ["sync-image", "sync-model"])
+def test_a_source_node_not_in_the_inventory_is_refused_before_any_is_asked(
+    command: str, no_ssh: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    ran = run_main("--inventory", RECIPES, command, *LANE, "--from", "dgx9", capsys=capsys)
+    assert_refused(ran, "--from 'dgx9': not a node of the inventory (dgx1, ")
+    assert no_ssh == []

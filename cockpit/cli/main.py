@@ -17,7 +17,8 @@ from cockpit.errors import CockpitError, InputError
 from cockpit.redact import shown
 from cockpit.startup import pause_collector, resume_collector
 
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+"""stderr's one-line errors; no emoji codes (`--listen 127.0.0.1:-1:` printed a thumbs-down)."""
 
 
 # Each command lives in its own module, imported only when that command runs, so a quick command

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from cockpit.ops.context import OpContext
     from cockpit.ops.locks import BreakLock, NodeLock
 
-console = Console(highlight=False, soft_wrap=True)
+console = Console(highlight=False, soft_wrap=True, emoji=False)  # `:x:` is no emoji
 
 
 def _inventory(ctx: click.Context) -> Path | None:
@@ -363,6 +363,13 @@ def stop_cmd(
     )
 
 
+def _known_source(inventory: Inventory, source: str | None) -> None:
+    """`--from` names a node of the inventory, or the command is refused before any is asked."""
+    if source is not None and source not in inventory.nodes:
+        nodes = ", ".join(inventory.nodes)
+        raise InputError(f"--from {source!r}: not a node of the inventory ({nodes})")
+
+
 @click.command("sync-image")
 @click.option("--recipe", "-r", required=True)
 @click.option("--cluster", "-c", required=True)
@@ -378,6 +385,7 @@ def sync_cmd(
 
     inventory = usable_inventory(_inventory(ctx), cluster)
     chosen = inventory.recipe(recipe)
+    _known_source(inventory, source)
     _exit(
         _run_recorded(
             inventory, lambda c: sync_image(c, chosen, cluster, source), _breaker(break_lock, yes)
@@ -408,6 +416,7 @@ def sync_model_cmd(
 
     inventory = usable_inventory(_inventory(ctx), cluster)
     chosen = inventory.recipe(recipe)
+    _known_source(inventory, source)
     _exit(
         _run_recorded(
             inventory,

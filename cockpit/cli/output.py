@@ -19,4 +19,5 @@ PIPE_WIDTH = 400
 def stdout_console() -> Console:
     """The console of a command's stdout (its width decided now, as rich decides its own)."""
     piped = not sys.stdout.isatty() and not os.environ.get("COLUMNS", "").isdigit()
-    return Console(highlight=False, soft_wrap=True, width=PIPE_WIDTH if piped else None)
+    width = PIPE_WIDTH if piped else None
+    return Console(highlight=False, soft_wrap=True, width=width, emoji=False)  # `:x:`: no emoji
