@@ -33,7 +33,7 @@ from cockpit.ssh import SshPool
 from tests.ops.conftest import BOOT_TIMEOUT, QWEN, Cockpit, containers, finished, run
 from tests.ops.test_ops_fleet import cockpit_cli
 
-SHORT = Lease(seconds=2.0, renew_every_s=0.5)
+SHORT = Lease(seconds=4.0, renew_every_s=1.0)
 """A lease short enough to outlive in a test; the rules are the same at any length."""
 
 FOREIGN = {
@@ -147,11 +147,11 @@ async def test_an_empty_lock_file_is_stale_after_a_lease_not_before(cockpit: Coc
 
 
 async def test_a_live_holder_keeps_its_lock_by_renewing_it(cockpit: Cockpit) -> None:
-    """Held for three leases, renewed all along: a rival is refused at the end; released, the
+    """Held for two leases, renewed all along: a rival is refused at the end; released, the
     renewal stops with it and the node is free."""
     holder = NodeLocks(cockpit.pool, new_record("launch", "mine"), SHORT)
     assert await holder.acquire(["dgx5"]) == []
-    await asyncio.sleep(3 * SHORT.seconds)
+    await asyncio.sleep(2 * SHORT.seconds)
     rival = NodeLocks(cockpit.pool, new_record("launch", "theirs"), SHORT)
     (refused,) = await rival.acquire(["dgx5"])
     assert "for operation launch mine" in str(refused) and rival.broken == []
