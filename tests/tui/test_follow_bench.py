@@ -79,5 +79,6 @@ async def test_a_read_only_view_follows_another_cockpits_bench(
             out, _ = await bench.communicate()
             assert bench.returncode == 0, out.decode()
             app.exit()
-    assert len({(d, c) for d, c, tg in followed if tg is not None}) >= 2, followed
+    # the points as the bench measured them (a decode it could not observe has no rate)
+    assert len({(d, c) for d, c, _ in followed}) >= 2, followed
     assert not [h for h in hints if h.startswith("truncation")], hints
