@@ -120,7 +120,7 @@ def test_an_endpoint_that_does_not_answer_is_one_line_and_exit_1(
         ran = run_main(command, "--endpoint", url, *(extra if command == "bench" else ()),
                        capsys=capsys)  # fmt: skip
         lines = ran.stderr.splitlines()
-        assert (ran.code, len(lines)) == (1, 1), ran
+        assert (ran.code, len(lines), ran.stdout) == (1, 1, ""), ran
         said = f"error: the engine at {url} does not answer: "
         assert lines[0].startswith(said) and lines[0].removeprefix(said).startswith(reasons)
         assert "Traceback" not in ran.stderr + ran.stdout
@@ -134,7 +134,7 @@ def test_a_lane_that_is_not_running_is_named_with_its_head_not_a_local_port(
     ran = run_main("--inventory", small_fleet.inventory_dir, command, *LANE,
                    *(extra if command == "bench" else ()), capsys=capsys)  # fmt: skip
     lines = ran.stderr.splitlines()
-    assert (ran.code, len(lines)) == (1, 1), ran
+    assert (ran.code, len(lines), ran.stdout) == (1, 1, ""), ran
     assert lines[0].startswith(
         "error: the engine of qwen3-0.6b-2x on 2nodes-dac (head dgx1; is the lane running? "
         "cockpit status) does not answer: "

@@ -8,6 +8,7 @@ point was skipped.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shlex
 import socket
 import sys
@@ -425,10 +426,17 @@ def bench_cmd(
 async def _watch(
     events: AsyncIterator[OpEvent], table: LiveTable, record: Callable[[OpEvent], None]
 ) -> OpEvent:
-    with Live(table.render(), console=console, refresh_per_second=4, transient=False) as live:
+    """The live table, from the sweep's first event on (an engine that does not answer before
+    it is one line on stderr, not an empty table above it)."""
+    with contextlib.ExitStack() as stack:
+        live: Live | None = None
 
         def show(event: OpEvent) -> None:
+            nonlocal live
             table.update(event)
+            if live is None:
+                live = Live(table.render(), console=console, refresh_per_second=4)
+                stack.enter_context(live)
             live.update(table.render())
             record(event)
 
