@@ -12,19 +12,22 @@ from cockpit.bench.models import PointSpec, SweepPlan, depth_label
 
 DRIVERS = ("builtin", "llama-benchy")
 
-FIELDS: dict[str, tuple[int, bool]] = {
-    # field: (smallest value allowed, a comma list?)
-    "depths": (0, True),
-    "concurrency": (1, True),
-    "runs": (1, False),
-    "pp": (1, False),
-    "tg": (1, False),
+FIELDS: dict[str, tuple[int, int, bool]] = {
+    # field: (smallest value allowed, largest, a comma list?)
+    "depths": (0, 16 * 1024 * 1024, True),
+    "concurrency": (1, 256, True),
+    "runs": (1, 100, False),
+    "pp": (1, 1024 * 1024, False),
+    "tg": (1, 1024 * 1024, False),
 }
-"""The plan's written fields, named as `cockpit bench`'s options."""
+"""The plan's written fields, named as `cockpit bench`'s options. The largest values are far past
+any lane (a 16M-token context, 256 streams): beyond them a value is a typo that would run for
+days, refused before the sweep like one below the smallest."""
 
 
-def number(word: str, minimum: int) -> int:
-    """`65536` or `64K` (K = 1024), at least `minimum`; a ValueError that says why otherwise."""
+def number(word: str, minimum: int, maximum: int | None = None) -> int:
+    """`65536` or `64K` (K = 1024), from `minimum` to `maximum`; a ValueError that says why
+    otherwise."""
     text = word.strip()
     if not text:
         raise ValueError("give a number")
@@ -35,12 +38,14 @@ def number(word: str, minimum: int) -> int:
         raise ValueError(f"{text!r} is not a number (write 4096 or 4K)") from None
     if value < minimum:
         raise ValueError(f"{text} is below {minimum}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{text} is above {depth_label(maximum)}")
     return value
 
 
-def numbers(text: str, minimum: int) -> tuple[int, ...]:
+def numbers(text: str, minimum: int, maximum: int | None = None) -> tuple[int, ...]:
     """A comma list of `number`s, each once."""
-    values = tuple(number(word, minimum) for word in text.split(",") if word.strip())
+    values = tuple(number(word, minimum, maximum) for word in text.split(",") if word.strip())
     if not values:
         raise ValueError("give at least one value")
     twice = sorted({v for v in values if values.count(v) > 1})
@@ -51,8 +56,8 @@ def numbers(text: str, minimum: int) -> tuple[int, ...]:
 
 def field_value(name: str, text: str) -> int | tuple[int, ...]:
     """One written field of `FIELDS`, read by its rule."""
-    minimum, many = FIELDS[name]
-    return numbers(text, minimum) if many else number(text, minimum)
+    minimum, maximum, many = FIELDS[name]
+    return numbers(text, minimum, maximum) if many else number(text, minimum, maximum)
 
 
 def written(plan: SweepPlan) -> dict[str, str]:

@@ -28,6 +28,10 @@ def test_sizes_are_written_as_the_cli_takes_them() -> None:
         ("runs", "0", "0 is below 1"),
         ("runs", "three", "'three' is not a number (write 4096 or 4K)"),
         ("pp", " ", "give a number"),
+        ("runs", "101", "101 is above 100"),  # a typo that would run for days: refused
+        ("depths", "0,32768K", "32768K is above 16384K"),
+        ("concurrency", "1,1000", "1000 is above 256"),
+        ("tg", "9" * 5000, f"'{'9' * 5000}' is not a number (write 4096 or 4K)"),
     ],
 )
 def test_a_bad_field_says_why_and_makes_no_plan(name: str, text: str, why: str) -> None:
