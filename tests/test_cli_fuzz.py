@@ -132,7 +132,7 @@ def _accepts(path: tuple[str, ...], option: click.Option, value: str) -> bool:
 NUMBER_WORDS = st.one_of(
     st.sampled_from(["nan", "NaN", "-nan", "inf", "+inf", "-inf", "Infinity", "1e309", "-0"]),
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
-    st.integers(-(10**12), 10**4).map(str),
+    st.integers(-(10**12), 10**12).map(str),
     st.text(max_size=12).filter(lambda t: "\x00" not in t),
 )
 
