@@ -1,7 +1,7 @@
 """Issue 31: a read-only view open during a CLI bench showed "no bench yet", and its advisor
 raised "truncation: 100 % of 10 requests … raise max_tokens" about the bench's own requests. The
-bench's record on the lane's nodes carries its points so far: the viewer follows its tail, and
-knows the requests are a bench's."""
+bench's record on the lane's nodes carries its points so far: the viewer follows its tail (kept
+once the bench ended), and knows the requests are a bench's."""
 
 from __future__ import annotations
 
@@ -78,6 +78,9 @@ async def test_a_read_only_view_follows_another_cockpits_bench(
             assert {row.lane for row in snap.bench} == {QWEN}
             out, _ = await bench.communicate()
             assert bench.returncode == 0, out.decode()
+            # its record is gone with it; the tail it showed stays
+            snap = await until(pilot, "the bench's record gone", lambda s: not s.others(), 30)
+            assert len(snap.bench) >= 2 and {row.lane for row in snap.bench} == {QWEN}
             app.exit()
     # the points as the bench measured them (a decode it could not observe has no rate)
     assert len({(d, c) for d, c, _ in followed}) >= 2, followed

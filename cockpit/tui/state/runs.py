@@ -115,9 +115,15 @@ class Runs:
             )
         )
 
-    def bench_headline(self, lane: str, cluster: str) -> str | None:
+    def bench_headline(
+        self, lane: str, cluster: str, followed: tuple[BenchRow, ...] = ()
+    ) -> str | None:
+        """The lane's last bench: its last point measured in this session (its own benches',
+        then other cockpits' it `followed`), else its newest report's."""
         points = [
-            p for p in self.bench if (p.lane, p.cluster) == (lane, cluster) and p.tg_tps is not None
+            p
+            for p in (*self.bench, *followed)
+            if (p.lane, p.cluster) == (lane, cluster) and p.tg_tps is not None
         ]
         if not points:
             return self.headlines.get(lane_key(lane, cluster))

@@ -22,6 +22,7 @@ from dataclasses import replace
 from cockpit.config import Inventory
 from cockpit.errors import CockpitError
 from cockpit.events import Finished, Planned
+from cockpit.ops.op_records import OpRecord
 from cockpit.plan import plan_lane
 from cockpit.redact import shown
 from cockpit.telemetry.boot import BootState
@@ -59,6 +60,7 @@ from cockpit.tui.state.views import (
 __all__ = ["DOWN_AFTER_S", "LOG_LINES", "NCCL_LINES", "Store"]
 
 HINTS_KEPT = 16
+FOLLOWED_KEPT = 4  # other cockpits' benches whose points stay shown
 
 
 class Store:
@@ -86,6 +88,7 @@ class Store:
         self._logs: dict[LogSource, RankLog] = {}
         self._nccl: dict[str, LaneNccl] = {}
         self._runs = Runs(self.baselines, headlines)
+        self._followed: dict[str, OpRecord] = {}  # other cockpits' benches, by record id
         self._was_running: set[str] = set()  # lane keys with a running container listed
         self._was_listed: set[str] = set()  # ... with any container listed
         self._seq = 0
@@ -130,7 +133,8 @@ class Store:
                     item.ranks, item.ranks_known, item.images
                 )  # fmt: skip
                 moved = (before.ops if before else ()) != item.ops  # other cockpits' operations
-                others = {Part.OPS, Part.BENCH} if moved else set()
+                others = {Part.OPS, Part.BENCH, Part.LANES} if moved else set()
+                self._follow(item)
                 if same and lost is None:
                     return frozenset({Part.NODES, *others})
                 return LISTED | {Part.NODES, *others}
@@ -219,16 +223,20 @@ class Store:
         eng.view = replace(view, advice=hints)
         return frozenset({Part.ENGINES, Part.LANES})  # the lane serves while its engine answers
 
+    def _follow(self, item: NodeSampled) -> None:
+        """Keep the newest record of each bench of another cockpit that measured a point (its
+        tail stays shown after the bench ended and its record went), the last few only."""
+        for op in item.ops:
+            record, known = op.record, self._followed.get(op.record.id)
+            fresher = known is None or len(record.points) >= len(known.points)
+            if record.op == "bench" and record.points and not op.stale() and fresher:
+                self._followed[record.id] = record
+        for old in sorted(self._followed.values(), key=lambda r: r.since)[:-FOLLOWED_KEPT]:
+            del self._followed[old.id]
+
     def _benches_of_others(self) -> list[BenchRow]:
-        """The points other cockpits' benches in flight measured so far, as their records on
-        the nodes carry them: a viewer follows a bench it did not start."""
-        records = {
-            op.record.id: op.record
-            for node in self._nodes.values()
-            if node.last is not None
-            for op in node.last.ops
-            if op.record.op == "bench" and not op.stale()
-        }
+        """The points other cockpits' benches measured, as their records on the nodes carried
+        them: a viewer follows a bench it did not start."""
         return [
             BenchRow(
                 r.lane,
@@ -239,7 +247,7 @@ class Store:
                 p.pp_tps,
                 self.baselines.get(r.lane, {}).get((p.depth, p.concurrency)),
             )
-            for r in sorted(records.values(), key=lambda r: r.since)
+            for r in sorted(self._followed.values(), key=lambda r: r.since)
             for p in r.points
         ]
 
@@ -315,10 +323,11 @@ class Store:
             source: log.entries() for source, log in self._logs.items()
         }
         running = self._present()
+        others = tuple(self._benches_of_others())
         return FleetSnapshot(
             at=now,
             nodes=nodes,
-            lanes=tuple(self._lane_view(*slot, health, now) for slot in self._lanes),
+            lanes=tuple(self._lane_view(*slot, health, now, others) for slot in self._lanes),
             engines={
                 k: e.view for k, e in self._engines.items() if e.view is not None and k in running
             },
@@ -336,7 +345,7 @@ class Store:
             dropped={source: log.dropped for source, log in self._logs.items() if log.dropped},
             access={source: log.access for source, log in self._logs.items() if log.access},
             ops=self._runs.ops(),
-            bench=(*self._runs.bench, *self._benches_of_others()),
+            bench=(*self._runs.bench, *others),
             version=self.version,
             log_sources=tuple(sorted(self._logs)),
             live_sources=frozenset(
@@ -394,7 +403,7 @@ class Store:
 
     def _lane_view(
         self, lane: str, cluster: str, nodes: tuple[str, ...], endpoint: str | None,
-        health: dict[str, NodeHealth], now: float,
+        health: dict[str, NodeHealth], now: float, others: tuple[BenchRow, ...] = (),
     ) -> LaneView:  # fmt: skip
         base = LaneView(
             lane,
@@ -403,7 +412,7 @@ class Store:
             LanePhase.STOPPED,
             endpoint=endpoint,
             image_ok=self._image_ok(lane, nodes),
-            bench_headline=self._runs.bench_headline(lane, cluster),
+            bench_headline=self._runs.bench_headline(lane, cluster, others),
         )
         view = observed(base, self._observe(lane, cluster, nodes, health, now))
         running = [  # an op without a cluster (stop by lane) concerns the lane wherever it runs
