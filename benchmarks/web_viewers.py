@@ -8,7 +8,10 @@ the server start a read-only TUI process, as a browser's does. Viewers are added
 count and kept open; once every viewer shows every node's live row, the established TCP
 connections to each node's SSH address are counted from /proc/net/tcp (whoever opened them: the
 serve process's shared feed, an app process, anything) when they stayed the same for 3 s. Then
-the resident memory of the serve process and of its app processes.
+the resident memory of the server process and of its app processes.
+
+The same again with textual-serve itself serving `cockpit tui --readonly` (what `cockpit serve`
+ran before the shared feed: each session its own feed and SSH pool), for comparison.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -40,8 +44,21 @@ from tests.tui.served import (  # noqa: E402
     wait_port,
 )
 
+SHARED, PER_SESSION = "shared feed", "a feed per session"
+SERVERS = (SHARED, PER_SESSION)
 SETTLE_S = 3.0
 SHOWN_S = 120.0
+PLAIN_SERVE = (  # textual-serve serving a command, nothing of cockpit's around it
+    "import sys; from textual_serve.server import Server; "
+    "Server(sys.argv[1], host=sys.argv[2], port=int(sys.argv[3])).serve()"
+)
+
+
+def plain_serve_argv(fleet: SimFleet, port: int) -> list[str]:
+    own_feed = shlex.join(
+        [sys.executable, "-m", "cockpit", "--inventory", str(fleet.root), "tui", "--readonly"]
+    )
+    return [sys.executable, "-c", PLAIN_SERVE, own_feed, "127.0.0.1", str(port)]
 
 
 def rss_mib(pid: int) -> float:
@@ -115,16 +132,22 @@ def main() -> None:
             "HOME": f"{tmp}/home",
         }
         env.pop("COCKPIT_INVENTORY", None)
+        rows: dict[str, list[dict[str, float]]] = {}
         with SimFleet(Path(tmp) / "fleet", args.nodes) as fleet:
-            port = free_port()
-            listen = f"127.0.0.1:{port}"
-            argv = serve_argv(fleet, listen, "--max-viewers", str(max(args.viewers)))
-            server = start_in_session(Path(tmp) / "serve.log", argv, env)
-            try:
-                wait_port(port, server, 60)
-                rows = asyncio.run(measure(fleet, server, f"http://{listen}", args.viewers))
-            finally:
-                kill_group(server)
+            for name in SERVERS:
+                port = free_port()
+                argv = (
+                    serve_argv(fleet, f"127.0.0.1:{port}", "--max-viewers", str(max(args.viewers)))
+                    if name == SHARED
+                    else plain_serve_argv(fleet, port)
+                )
+                server = start_in_session(Path(tmp) / "serve.log", argv, env)
+                try:
+                    wait_port(port, server, 60)
+                    base = f"http://127.0.0.1:{port}"
+                    rows[name] = asyncio.run(measure(fleet, server, base, args.viewers))
+                finally:
+                    kill_group(server)
     lines = [
         "## Web view: connections to the nodes by number of viewers",
         "",
@@ -136,19 +159,30 @@ def main() -> None:
         "websockets opened as the page opens them (each starts a read-only TUI process, as a "
         "browser's does), added up to each count and kept open. Connections: established TCP "
         "connections to each node's SSH address, from anyone, once every viewer shows every "
-        "node's live row and the counts held for 3 s. Every session reads the serve process's "
-        "one feed; before it, each session's TUI had its own (3 websockets, 3x the "
-        "connections: issue 31).",
+        "node's live row and the counts held for 3 s. *shared feed*: `cockpit serve`, every "
+        "session reading the serve process's one feed. *a feed per session*: textual-serve "
+        "itself serving `cockpit tui --readonly`, what `cockpit serve` ran before (each "
+        "session its own feed and SSH connections).",
         "",
-        "| viewers | app processes | connections per node (min-max) | all nodes | "
-        "s to the new viewers' rows | serve RSS MiB | app RSS MiB (median) |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        "| serving | viewers | app processes | connections per node (min-max) | all nodes | "
+        "s to the new viewers' rows | server RSS MiB | app RSS MiB (median) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for row in rows:
-        lines.append(
-            f"| {row['viewers']} | {row['apps']} | {row['min']}-{row['max']} | {row['total']} | "
-            f"{row['shown_s']:.1f} | {row['serve_mib']:.0f} | {row['app_mib']:.0f} |"
-        )
+    for name, measured in rows.items():
+        for row in measured:
+            lines.append(
+                f"| {name} | {row['viewers']} | {row['apps']} | {row['min']}-{row['max']} | "
+                f"{row['total']} | {row['shown_s']:.1f} | {row['serve_mib']:.0f} | "
+                f"{row['app_mib']:.0f} |"
+            )
+    shared, own = rows[SHARED][-1], rows[PER_SESSION][-1]
+    lines += [
+        "",
+        f"With {shared['viewers']} viewers: {shared['total']} connections to the nodes in all "
+        f"against {own['total']}; the server {shared['serve_mib'] - own['serve_mib']:+.0f} MiB "
+        "(it runs the feed and its SSH pool), each app "
+        f"{shared['app_mib'] - own['app_mib']:+.0f} MiB (no SSH of its own).",
+    ]
     text = "\n".join(lines)
     print(text)
     if args.write_results:

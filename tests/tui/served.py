@@ -25,7 +25,9 @@ NODE_ROW = (  # the Nodes pane's row: link, lane, GPU %, unified memory, tempera
     r"{node}\s+up\s+\S+\s+\d+%\s+[\d.]+/[\d.]+G UMA\s+\d+°C\s+\d+W\s+\d+MHz"
 )
 ENDED = (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSING, aiohttp.WSMsgType.CLOSED)
-ESTABLISHED = "01"  # /proc/net/tcp's state column
+ESTABLISHED = "01"
+WIDTH, HEIGHT = 160, 48  # a viewer's window, in cells
+REPAINT_S = 10.0  # /proc/net/tcp's state column
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -134,6 +136,7 @@ class Viewer:
         self.ws = ws
         self.received: list[bytes] = []
         self.close_reason = ""
+        self.height = HEIGHT
         self.reader = asyncio.create_task(self._read())
 
     @classmethod
@@ -141,7 +144,7 @@ class Viewer:
         http = aiohttp.ClientSession()
         try:
             ws = await http.ws_connect(
-                f"{base}/ws?width=160&height=48",
+                f"{base}/ws?width={WIDTH}&height={HEIGHT}",
                 headers={"Origin": origin or base, **headers},
                 max_msg_size=0,
             )
@@ -160,14 +163,21 @@ class Viewer:
         return ANSI.sub(" ", b"".join(self.received).decode("utf-8", "replace"))
 
     async def shows_nodes(self, nodes: list[str], timeout: float) -> None:
-        """Until the app's frames hold every node's live row."""
+        """Until the app's frames hold every node's live row. The app sends only the cells that
+        changed: a row first drawn without its figures may never be sent whole, so every
+        `REPAINT_S` the window's height changes by a line, and the app draws the screen anew."""
         rows = [re.compile(NODE_ROW.format(node=n)) for n in nodes]
         deadline = time.monotonic() + timeout
+        repaint = time.monotonic() + REPAINT_S
         while not all(row.search(self.text()) for row in rows):
             if time.monotonic() > deadline:
                 raise AssertionError(f"no live node rows: {self.text()[-2000:]}")
             if self.reader.done():
                 raise AssertionError(f"the websocket closed: {self.ws.close_code} {self.text()}")
+            if time.monotonic() > repaint:
+                self.height = HEIGHT + 1 if self.height == HEIGHT else HEIGHT
+                await self.ws.send_json(["resize", {"width": WIDTH, "height": self.height}])
+                repaint = time.monotonic() + REPAINT_S
             await asyncio.sleep(0.5)
 
     async def close(self) -> None:
