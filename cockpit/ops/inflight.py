@@ -29,7 +29,7 @@ from cockpit.ops.op_records import (
     remove_command,
     write_command,
 )
-from cockpit.ssh import SshError, SshPool
+from cockpit.ssh import Link, SshError, SshPool
 
 WRITE_EVERY_S = 1.0  # a record is rewritten at most this often (progress comes much faster)
 WRITE_TIMEOUT_S = 15.0
@@ -159,9 +159,15 @@ class InFlight:
         await asyncio.gather(*jobs)
 
     async def _write(self, node: str, record: OpRecord) -> None:
-        with contextlib.suppress(SshError):
-            await self.pool.run(node, write_command(node, record), timeout=WRITE_TIMEOUT_S)
+        await self._run(node, write_command(node, record))
 
     async def _remove(self, node: str, record: OpRecord) -> None:
+        await self._run(node, remove_command(node, record))
+
+    async def _run(self, node: str, command: list[str]) -> None:
+        """One record command; a node known unreachable is not waited for (its record, if it
+        has one, goes stale by itself)."""
+        if self.pool.state(node).link is Link.UNREACHABLE:
+            return
         with contextlib.suppress(SshError):
-            await self.pool.run(node, remove_command(node, record), timeout=WRITE_TIMEOUT_S)
+            await self.pool.run(node, command, timeout=WRITE_TIMEOUT_S)
