@@ -156,7 +156,7 @@ class FleetOperations:
             lane=target.lane,
             cluster=target.cluster,
             label="tui",
-            endpoint=url,
+            endpoint=plan.endpoint,  # the lane's address in the report; `url` is the forward
             points=points,
             tokenizer_dir=tokenizer,
             reports_dir=self.reports_dir,
@@ -166,9 +166,10 @@ class FleetOperations:
             engine_image=plan.recipe.image.ref,
             max_model_len=mml,
             api_key=plan.api_key,
+            head=plan.ranks[0].node,  # named, not the forward's port, when the engine is lost
         )
         try:
-            async for event in bench(request):
+            async for event in bench(request, local_url=url):
                 if not isinstance(event, Planned):  # the plan was shown already
                     yield event
         except EngineUnanswered as exc:  # a lane that is not running: said, not a traceback
