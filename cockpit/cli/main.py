@@ -70,7 +70,8 @@ COMMAND_HELP = {
     "logs": "Print a lane's container logs (stdout and stderr), each line as `node/rRANK | line`.",
     "exporter": "Serve the fleet as Prometheus metrics (OpenMetrics text) for a team's Prometheus.",
     "serve": (
-        "Serve the TUI read-only in a browser: one `cockpit tui --readonly` per browser session."
+        "Serve the TUI read-only in a browser: one `cockpit tui --readonly` per browser session, "
+        "all reading one fleet feed."
     ),
     "history": "What ran where and when, boots, and lane and node figures, from the local history.",
     "recipe": "Recipes from other tools.",
