@@ -9,6 +9,8 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from statistics import median
 
+import pytest
+
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.feeds.fleet import TICK_S, LineTail
 from cockpit.tui.state import RankLines, RankOnNode, StoreInput
@@ -75,6 +77,7 @@ class FloodFeed:
             await asyncio.sleep(TICK_S)
 
 
+@pytest.mark.timing  # a key's answer within 3 s of wall time while lines pour in
 async def test_keys_answer_during_a_line_flood(make_app: Callable[..., CockpitApp]) -> None:
     feed = FloodFeed(max_seconds=30.0)
     app = make_app(feeds=[feed], clock=time.time)
