@@ -1,4 +1,4 @@
-"""The simulated DGX Spark fleet (cockpit-sim): nodes behind real SSH on loopback, a simulated vLLM."""
+"""The simulated DGX Spark fleet (cockpit-sim): nodes behind real SSH on loopback, a vLLM engine."""
 
 from cockpit.dep_warnings import silence_known
 
