@@ -267,21 +267,31 @@ def orphan_problems(rows: Iterable[NodeRow]) -> list[StatusProblem]:
     return out
 
 
-def ended_problems(rows: Iterable[NodeRow]) -> list[StatusProblem]:
+def ended_problems(
+    rows: Iterable[NodeRow], in_flight: Sequence[OpInFlight] = ()
+) -> list[StatusProblem]:
     """One problem per lane container that ended and was not removed: a rank of that lane
     failed (the TUI shows the lane failed); a stop removes it, then the lane can be launched
-    again."""
-    return [
-        StatusProblem(
-            row.node,
-            f"{c.name} of lane {c.lane} {c.state}"
-            + (f" (code {c.exit_code})" if c.exit_code is not None else ""),
-            stop_fix(c.lane),
-        )
-        for row in rows
-        for c in row.containers or ()
-        if c.lane and c.state != "running"
-    ]
+    again. While a cockpit's operation on that lane is in flight (a stop under way leaves its
+    ranks exited for a moment, a launch may be rolling back), the fix is to let it finish: a
+    stop offered then would act on what is only a moment of that operation."""
+    busy = {op.record.lane: op.record for op in in_flight if op.record.lane and not op.stale}
+    problems = []
+    for row in rows:
+        for c in row.containers or ():
+            if not c.lane or c.state == "running":
+                continue
+            code = f" (code {c.exit_code})" if c.exit_code is not None else ""
+            running = busy.get(c.lane)
+            fix = (
+                f"none now: {running.what} by {running.holder} is in flight; read again after it"
+                if running
+                else stop_fix(c.lane)
+            )
+            problems.append(
+                StatusProblem(row.node, f"{c.name} of lane {c.lane} {c.state}{code}", fix)
+            )
+    return problems
 
 
 def image_problems(rows: Iterable[ImageRow]) -> list[StatusProblem]:
@@ -326,5 +336,10 @@ def fleet_status(
         for node in links
         if node not in down and (missing := facts.get(node, empty).unknown())
     }
-    problems = (*orphan_problems(rows), *ended_problems(rows), *image_problems(images))
-    return FleetStatus(rows, images, now, problems, unknown, operations(facts, now))
+    in_flight = operations(facts, now)
+    problems = (
+        *orphan_problems(rows),
+        *ended_problems(rows, in_flight),
+        *image_problems(images),
+    )
+    return FleetStatus(rows, images, now, problems, unknown, in_flight)

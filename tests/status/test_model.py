@@ -9,6 +9,7 @@ from dataclasses import replace
 from rich.console import Console
 
 from cockpit.backoff import Backoff
+from cockpit.ops.op_records import OpRecord
 from cockpit.redact import remember
 from cockpit.ssh.state import NodeState
 from cockpit.status.model import Health, Presence, WantedImage, fleet_status, wanted_images
@@ -144,6 +145,27 @@ def test_an_exited_lane_container_is_listed_with_its_code_and_the_stop_that_remo
     data = status_json(status)
     assert data["nodes"][0]["containers"][1]["state"] == "exited"
     assert data["nodes"][0]["containers"][1]["exit_code"] == 1
+
+
+def _stop_record(age_s: int) -> str:
+    """The `ops` section of dgx1 holding another cockpit's stop of the lane, written `age_s` ago."""
+    record = OpRecord(
+        "b1", "alice", "ops-laptop", 4242, "stop", "qwen3-0.6b-2x", "2nodes-dac", NOW - 5
+    )
+    return f"{record.file_name('dgx1')}\t{age_s}\t{record.dumps()}\n"
+
+
+def test_an_exited_rank_gets_no_stop_while_another_cockpits_operation_on_its_lane_runs() -> None:
+    """Issue 31: no stop offered from a moment of another cockpit's work (its stop leaves the
+    ranks exited until it removes them); once its record is stale, the stop is offered again."""
+    exited = _facts().with_frame(Section("ps", f"{PS_LINE}\n{EXITED_LINE}", 0), NOW)
+    running = exited.with_frame(Section("ops", _stop_record(3), 0), NOW)
+    (problem,) = fleet_status({"dgx1": UP}, {"dgx1": running}, [QWEN], NOW + 1).problems
+    assert "cockpit stop" not in problem.fix
+    assert "stop qwen3-0.6b-2x @ 2nodes-dac by alice@ops-laptop is in flight" in problem.fix
+    gone = exited.with_frame(Section("ops", _stop_record(600), 0), NOW)
+    (problem,) = fleet_status({"dgx1": UP}, {"dgx1": gone}, [QWEN], NOW + 1).problems
+    assert problem.fix == "cockpit stop --lane qwen3-0.6b-2x"
 
 
 SECRET = "sk-status0123456789abcdefXYZ"
