@@ -253,7 +253,8 @@ class BuiltinDriver(Driver):
                     f"{inference.errors} of {inference.requests} requests failed: {first}",
                 )
             )
-        usage = [r.usage_prompt_tokens for b in kept_batches for r in b if r.usage_prompt_tokens]
+        # the engine's own count of the prompt: a run dropped for its timing still counted it
+        usage = [r.usage_prompt_tokens for b in inf_batches for r in b if r.usage_prompt_tokens]
         mean_usage = round(sum(usage) / len(usage)) if usage else None
         flag = honesty.token_mismatch(spec, mean_usage)
         if flag is not None:

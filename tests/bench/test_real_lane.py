@@ -263,9 +263,10 @@ async def _real_answers(lane: RealLane) -> list[tuple[int, object]]:
 
 
 async def _node_processes(lane: RealLane) -> str:
+    """Every process's whole command line (-ww: with COLUMNS set, ps cuts each line there)."""
     inventory = load_inventory(lane.inventory)
     async with pool_for(inventory) as pool:
-        done = await pool.run("dgx1", ["ps", "-eo", "args"], timeout=30)
+        done = await pool.run("dgx1", ["ps", "-eww", "-o", "args"], timeout=30)
     return done.stdout
 
 

@@ -142,6 +142,7 @@ def test_the_readme_fits_two_screens_and_holds_the_set_up_commands() -> None:
     blocks = re.findall(r"^```bash\n(.*?)\n```$", text, re.S | re.M)
     assert DEMO in blocks and TESTS in blocks
     ci = (ROOT / ".ci/run").read_text()
-    assert TESTS.partition(" && ")[2] in ci.splitlines()  # CI runs the README's test command
+    # CI runs the README's test command, and fails when it fails (more lines follow it)
+    assert f"{TESTS.partition(' && ')[2]} || exit 1" in ci.splitlines()
     for link in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", text):
         assert (ROOT / unquote(link)).exists(), link

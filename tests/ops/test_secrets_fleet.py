@@ -80,7 +80,7 @@ def record_lines(pool: SshPool) -> list[str]:
 async def _sample_ps(pool: SshPool, nodes: list[str], seen: list[str], stop: asyncio.Event) -> None:
     while not stop.is_set():
         for node in nodes:
-            result = await pool.run(node, ["ps", "-eo", "args"], timeout=10)
+            result = await pool.run(node, ["ps", "-eww", "-o", "args"], timeout=10)
             seen.append(result.stdout)
         await asyncio.sleep(0.05)
 
