@@ -80,20 +80,24 @@ def test_the_first_bench_after_the_boot_holds_every_run_to_the_engines_own_rate(
     done = cockpit(
         real_lane.inventory,
         "bench", "--recipe", RECIPE, "--cluster", CLUSTER, "--label", "first", "--depths", "0",
-        "--concurrency", "1", "--pp", "512", "--tg", "128", "--runs", "2",
+        "--concurrency", "1", "--pp", "512", "--tg", "128", "--runs", "3",
         "--reports", str(tmp_path),
         timeout=900,
     )  # fmt: skip
     engine = fastest_decode(asyncio.run(_tpot(real_lane)).since(before))
     assert done.returncode == 0, done.stdout + done.stderr
     [point] = load_report(next(tmp_path.glob("*_first.json"))).points
-    assert engine is not None and point.inference is not None and point.inference.tg is not None
-    for value in point.inference.tg.values:
-        assert value <= BOUND_MARGIN * engine, (point.inference.tg, engine, point.flags)
+    assert engine is not None and point.inference is not None, point.flags
     # a cold first run: read faster than the engine, or its backlog in one read (seen: 116 of
     # its 128 tokens): dropped, and the point says which
     said = point.has(FlagKind.IMPLAUSIBLE) or point.has(FlagKind.UNOBSERVABLE)
     assert bool(point.inference.dropped) == said, point.flags
+    if point.inference.tg is None:  # every run dropped (a client starved on a crowded machine
+        # reads whole streams at once): no rate at all, never the too-fast one
+        assert point.inference.dropped == 3 and point.inference.tg_req is None, point.flags
+        return
+    for value in point.inference.tg.values:
+        assert value <= BOUND_MARGIN * engine, (point.inference.tg, engine, point.flags)
 
 
 def _bench(lane: RealLane, driver: str, reports: Path) -> Report:
