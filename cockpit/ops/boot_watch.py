@@ -191,6 +191,20 @@ async def follow_boot(
                     kind, rank, state = await queue.get()
             except TimeoutError:
                 kind = ""
+            # the probe's answer before the update read with it: it came first (a head that dies
+            # right after answering is then a death after ready, as it was)
+            if probing is not None and probing.done():
+                answer, probing = probing.result(), None
+                behind = [w for w in workers if not w.past_nccl]
+                if answer is None and not behind:
+                    serving_at = time.monotonic()
+                    yield emit.finished("ready", detail=f"/health and a chat completion "
+                                        f"answered at {url}")  # fmt: skip
+                    yield emit.started("watch")
+                else:
+                    problem = (f"readiness: {answer}" if answer else
+                               f"{behind[0].who} is not past its NCCL init")  # fmt: skip
+                    next_probe = time.monotonic() + PROBE_EVERY_S
             if kind:
                 if state.phase is not phases[rank.rank]:
                     yield emit.finished(f"boot/{phases[rank.rank].value}", rank.node)
@@ -217,19 +231,7 @@ async def follow_boot(
                     probing = asyncio.create_task(
                         probe(url, plan.recipe.serve.served_model_name, plan.api_key)
                     )
-                if probing is not None and probing.done():
-                    answer, probing = probing.result(), None
-                    behind = [w for w in workers if not w.past_nccl]
-                    if answer is None and not behind:
-                        serving_at = time.monotonic()
-                        yield emit.finished("ready", detail=f"/health and a chat completion "
-                                            f"answered at {url}")  # fmt: skip
-                        yield emit.started("watch")
-                    else:
-                        problem = (f"readiness: {answer}" if answer else
-                                   f"{behind[0].who} is not past its NCCL init")  # fmt: skip
-                        next_probe = time.monotonic() + PROBE_EVERY_S
-                elif probing is not None:
+                if probing is not None:
                     problem = "the one-token chat completion got no answer"
             if serving_at is not None and now >= serving_at + timing.ready_watch_s:
                 await asyncio.gather(*(_inspect(ctx, r) for r in ranks))
