@@ -76,6 +76,17 @@ def foreign_lock(since: float) -> str:
     return json.dumps({**FOREIGN, "since": since})
 
 
+async def held_by_another_cockpit(cockpit: Cockpit) -> None:
+    """A container of QWEN on dgx2 under a foreign, live-looking lock (its `since` far ahead)."""
+    image = cockpit.fleet.images("dgx2")[0]["Id"]
+    started = await cockpit.pool.run("dgx2", [
+        "docker", "run", "-d", "--name", "held-dgx2", "--label", f"cockpit.lane={QWEN}",
+        "--entrypoint", "sleep", image, "600",
+    ])  # fmt: skip
+    assert started.ok, started.stderr
+    await plant_lock(cockpit.pool, "dgx2", foreign_lock(since=4e9))
+
+
 async def lock_files(pool: SshPool, node: str) -> str:
     done = await pool.run(node, ["bash", "-c", 'cat -- "$HOME"/.cockpit/locks/*.lock 2>/dev/null'])
     return done.stdout
@@ -169,13 +180,7 @@ async def test_break_lock_asks_then_breaks_a_live_lock_and_history_says_whose(
     """`--break-lock` without an answer changes nothing; with `--yes` the foreign lock goes,
     the stop runs, and the history holds a `break-lock` run: who broke it, whose it was."""
     fleet = cockpit.fleet
-    image = fleet.images("dgx2")[0]["Id"]
-    started = await cockpit.pool.run("dgx2", [
-        "docker", "run", "-d", "--name", "held-dgx2", "--label", f"cockpit.lane={QWEN}",
-        "--entrypoint", "sleep", image, "600",
-    ])  # fmt: skip
-    assert started.ok, started.stderr
-    await plant_lock(cockpit.pool, "dgx2", foreign_lock(since=4e9))
+    await held_by_another_cockpit(cockpit)
     stop_cli = ("stop", "--lane", QWEN, "--break-lock")
     unanswered = await asyncio.to_thread(cockpit_cli, fleet, state_dir, *stop_cli)
     assert unanswered.returncode == 2, unanswered.stdout + unanswered.stderr
@@ -257,13 +262,7 @@ async def test_break_lock_asks_on_a_terminal_showing_whose_and_no_changes_nothin
     cockpit: Cockpit, state_dir: Path
 ) -> None:
     fleet = cockpit.fleet
-    image = fleet.images("dgx2")[0]["Id"]
-    started = await cockpit.pool.run("dgx2", [
-        "docker", "run", "-d", "--name", "held-dgx2", "--label", f"cockpit.lane={QWEN}",
-        "--entrypoint", "sleep", image, "600",
-    ])  # fmt: skip
-    assert started.ok, started.stderr
-    await plant_lock(cockpit.pool, "dgx2", foreign_lock(since=4e9))
+    await held_by_another_cockpit(cockpit)
     argv = [sys.executable, "-m", "cockpit", "--inventory", str(fleet.inventory_dir),
             "stop", "--lane", QWEN, "--break-lock"]  # fmt: skip
     env = {**os.environ, "COLUMNS": "200", "COCKPIT_STATE_DIR": str(state_dir)}

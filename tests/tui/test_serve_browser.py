@@ -265,17 +265,7 @@ async def test_headless_chromium_shows_the_readonly_nodes_pane_with_live_figures
 ) -> None:
     fleet = fleet_factory(2)
     port = free_port()
-    server = processes(
-        "serve",
-        sys.executable,
-        "-m",
-        "cockpit",
-        "--inventory",
-        str(fleet.root),
-        "serve",
-        "--listen",
-        f"127.0.0.1:{port}",
-    )
+    server = processes("serve", *serve_argv(fleet, f"127.0.0.1:{port}"))
     await asyncio.to_thread(wait_port, port, server, 60)
     assert descendants(server.pid) == {}  # no app before a browser connects
 
